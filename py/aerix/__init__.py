@@ -1,0 +1,43 @@
+"""aerix: an agent runtime that runs inside the web page.
+
+A pure-Python turn loop (CPython 3.11+ and Pyodide) that drives a model under a JSON-schema
+constraint built from the agent's tools. Start with :class:`Agent` and :func:`tool`.
+"""
+
+from __future__ import annotations
+
+from .abort import Abort
+from .agent import Agent, Answer
+from .errors import AerixError
+from .events import Call, End, Event, Final, Result, Retry, Text, Turn, Usage
+from .limits import Hooks, Limits
+from .model import Model
+from .tools import Tool, ToolContext, tool
+from .turn import parse_turn, system_message, turn_schema
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Abort",
+    "AerixError",
+    "Agent",
+    "Answer",
+    "Call",
+    "End",
+    "Event",
+    "Final",
+    "Hooks",
+    "Limits",
+    "Model",
+    "Result",
+    "Retry",
+    "Text",
+    "Tool",
+    "ToolContext",
+    "Turn",
+    "Usage",
+    "parse_turn",
+    "system_message",
+    "tool",
+    "turn_schema",
+]

@@ -1,0 +1,49 @@
+"""The one exception aerix raises, told apart by ``kind``.
+
+    AerixError
+     ├─ kind "options"  the developer's mistake: a bad tool, limit, hook or Agent option,
+     │                  raised where it was made (when a tool is defined, when an Agent is built)
+     ├─ kind "busy"     a second run on an Agent while one is going
+     ├─ kind "end"      ``Agent.ask`` on a run that did not end with a final answer;
+     │                  carries ``reason`` (turns | retries | abort | error) and ``events``
+     ├─ kind "engine"   raised by a model when the engine failed; the loop turns it into
+     │                  an ``end`` event with reason ``error``, never lets it out of ``run``
+     ├─ kind "output"   raised by a model when one generation's output was unusable but the
+     │                  engine is fine (e.g. bytes that are not UTF-8); the loop retries
+     └─ kind "abort"    raised by a model that stopped because its signal was aborted
+
+Errors hold their context as data; they never print or log themselves.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+__all__ = ["AerixError", "ErrorKind"]
+
+ErrorKind = Literal["options", "busy", "end", "engine", "output", "abort"]
+_KINDS = ("options", "busy", "end", "engine", "output", "abort")
+
+
+class AerixError(Exception):
+    """An aerix failure. ``kind`` says which family; ``reason`` and ``events`` ride along for ``end``."""
+
+    def __init__(
+        self,
+        kind: ErrorKind,
+        message: str,
+        *,
+        reason: str | None = None,
+        events: list[Any] | None = None,
+    ) -> None:
+        if kind not in _KINDS:
+            raise ValueError(f"unknown AerixError kind {kind!r}")
+        super().__init__(message)
+        self.kind = kind
+        self.message = message
+        self.reason = reason
+        self.events = list(events) if events is not None else []
+
+    def __repr__(self) -> str:
+        extra = f", reason={self.reason!r}" if self.reason is not None else ""
+        return f"AerixError({self.kind!r}, {self.message!r}{extra})"

@@ -1,0 +1,130 @@
+"""What a run tells its caller, in order.
+
+Each event is a frozen dataclass with a literal ``type`` and converts to a plain dict with
+``to_dict()`` (JSON values only), so it can cross into JavaScript unchanged.
+
+A run yields, per generation: ``text`` deltas, one ``usage``; then either ``retry`` (the turn was
+refused), or ``turn`` followed by ``call``/``result`` per call; and finally **exactly one ending**:
+``final`` or ``end``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields
+from typing import Any, Literal, Union
+
+__all__ = [
+    "Call",
+    "End",
+    "EndReason",
+    "Event",
+    "Final",
+    "Result",
+    "Retry",
+    "Text",
+    "Turn",
+    "Usage",
+]
+
+EndReason = Literal["turns", "retries", "abort", "error"]
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, _EventBase):
+        return value.to_dict()
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return value
+
+
+class _EventBase:
+    type: str
+
+    def to_dict(self) -> dict[str, Any]:
+        """The event as a plain dict of JSON values, ``type`` first."""
+        out: dict[str, Any] = {"type": self.type}
+        for f in fields(self):  # type: ignore[arg-type]
+            if f.name != "type":
+                out[f.name] = _plain(getattr(self, f.name))
+        return out
+
+
+@dataclass(frozen=True)
+class Text(_EventBase):
+    """A piece of raw model text, as it streams."""
+
+    text: str
+    type: Literal["text"] = field(default="text", init=False)
+
+
+@dataclass(frozen=True)
+class Usage(_EventBase):
+    """Token counts of one generation; ``cached_tokens`` of the prompt were reused from the engine's cache."""
+
+    prompt_tokens: int
+    completion_tokens: int
+    cached_tokens: int
+    type: Literal["usage"] = field(default="usage", init=False)
+
+
+@dataclass(frozen=True)
+class Call(_EventBase):
+    """A tool call the model asked for. Hooks receive it as ``call``."""
+
+    id: str
+    tool: str
+    input: dict[str, Any]
+    type: Literal["call"] = field(default="call", init=False)
+
+
+@dataclass(frozen=True)
+class Turn(_EventBase):
+    """An accepted turn: generation number ``turn`` of this run, its thought and its calls (empty for a final)."""
+
+    turn: int
+    thought: str | None
+    calls: tuple[Call, ...]
+    type: Literal["turn"] = field(default="turn", init=False)
+
+
+@dataclass(frozen=True)
+class Result(_EventBase):
+    """What a call gave back, exactly as the model will see it; ``error`` when it failed or was refused."""
+
+    id: str
+    tool: str
+    text: str
+    error: bool
+    type: Literal["result"] = field(default="result", init=False)
+
+
+@dataclass(frozen=True)
+class Retry(_EventBase):
+    """Generation ``turn`` was refused (bad or cut); the model is asked again."""
+
+    turn: int
+    reason: str
+    type: Literal["retry"] = field(default="retry", init=False)
+
+
+@dataclass(frozen=True)
+class Final(_EventBase):
+    """The run's ending with an answer."""
+
+    text: str
+    thought: str | None
+    type: Literal["final"] = field(default="final", init=False)
+
+
+@dataclass(frozen=True)
+class End(_EventBase):
+    """The run's ending without an answer: ``reason`` is turns, retries, abort or error."""
+
+    reason: EndReason
+    message: str
+    type: Literal["end"] = field(default="end", init=False)
+
+
+Event = Union[Text, Usage, Turn, Call, Result, Retry, Final, End]

@@ -1,0 +1,97 @@
+"""Limits and hooks: keyword-only value objects, each also accepted as a plain dict."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from typing import Any, Callable
+
+from .errors import AerixError
+
+__all__ = ["Hooks", "Limits"]
+
+
+def _count(name: str, value: Any, *, minimum: int, optional: bool) -> None:
+    if value is None and optional:
+        return
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        allowed = f"an integer >= {minimum}" + (" or None" if optional else "")
+        raise AerixError("options", f"Limits.{name} must be {allowed}, got {value!r}")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Limits:
+    """How far one run may go. ``None`` turns a limit off where allowed.
+
+    - ``turns``: generations per run, retries included; checked before each generation
+      (ending ``end`` reason ``turns``). ``None``: no cap.
+    - ``retries``: extra attempts after a bad or cut turn, counted in a row (an accepted turn
+      resets the count); checked after each refused turn (ending ``end`` reason ``retries``).
+    - ``max_tokens``: the cap sent to the engine for each generation.
+    - ``result_chars``: a tool result longer than this is cut to it before the model sees it,
+      with a note giving its full length. ``None``: never cut.
+    """
+
+    turns: int | None = 8
+    retries: int = 2
+    max_tokens: int = 512
+    result_chars: int | None = 4000
+
+    def __post_init__(self) -> None:
+        _count("turns", self.turns, minimum=1, optional=True)
+        _count("retries", self.retries, minimum=0, optional=False)
+        _count("max_tokens", self.max_tokens, minimum=1, optional=False)
+        _count("result_chars", self.result_chars, minimum=1, optional=True)
+
+    @classmethod
+    def of(cls, value: Limits | dict[str, Any] | None) -> Limits:
+        """A ``Limits`` from itself, a dict of its fields, or ``None`` (the defaults)."""
+        if value is None:
+            return cls()
+        if isinstance(value, cls):
+            return value
+        return cls(**_known_keys("Limits", cls, value))
+
+
+@dataclass(frozen=True, kw_only=True)
+class Hooks:
+    """Points where the developer steers a run. Each is optional, sync or async, and awaited.
+
+    - ``before_call(call)``: return ``None`` to go on, ``{"deny": reason}`` to refuse the call
+      (its result becomes ``refused: <reason>``) or ``{"input": {...}}`` to replace its input
+      (checked again).
+    - ``after_call(call, result)``: sees every result (a ``Result`` event); may return
+      ``{"result": text}`` to replace its text.
+    - ``on_final(text)``: may return ``{"continue": text}`` to give the agent another turn with
+      ``text`` as a user message, within ``Limits.turns``.
+
+    A hook that throws, or returns anything else, ends the run with ``end`` reason ``error``.
+    """
+
+    before_call: Callable[..., Any] | None = None
+    after_call: Callable[..., Any] | None = None
+    on_final: Callable[..., Any] | None = None
+
+    def __post_init__(self) -> None:
+        for f in fields(self):
+            hook = getattr(self, f.name)
+            if hook is not None and not callable(hook):
+                raise AerixError("options", f"Hooks.{f.name} must be callable, got {type(hook).__name__}")
+
+    @classmethod
+    def of(cls, value: Hooks | dict[str, Any] | None) -> Hooks:
+        """A ``Hooks`` from itself, a dict of its fields, or ``None`` (no hooks)."""
+        if value is None:
+            return cls()
+        if isinstance(value, cls):
+            return value
+        return cls(**_known_keys("Hooks", cls, value))
+
+
+def _known_keys(what: str, cls: type, value: Any) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise AerixError("options", f"{what} must be a {what} or a dict, got {type(value).__name__}")
+    known = {f.name for f in fields(cls)}
+    unknown = sorted(set(value) - known)
+    if unknown:
+        raise AerixError("options", f"unknown {what} option(s) {unknown}; known: {sorted(known)}")
+    return dict(value)

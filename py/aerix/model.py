@@ -1,0 +1,56 @@
+"""The model seam: one method.
+
+A model is anything with ``chat(messages, options) -> AsyncIterator[dict]``::
+
+    class EchoModel:
+        async def chat(self, messages, options):
+            text = '{"thought": "", "final": "hi"}'
+            yield {"type": "text", "text": text}
+            yield {"type": "done", "finish_reason": "stop",
+                   "usage": {"prompt_tokens": 10, "completion_tokens": 5, "cached_tokens": 0}}
+
+``messages`` is a list of ``{"role", "content"}`` dicts; ``options`` holds ``max_tokens``,
+``constraint`` (the turn's JSON Schema, or ``None``), ``signal`` and ``generation`` (the Agent's
+sampling settings, passed on as they are). The iterator yields ``text`` deltas and ends with one
+``done``. An engine failure raises (``AerixError(kind="engine")`` if the model can say so, any
+exception otherwise); a generation that was unusable while the engine is fine raises
+``AerixError(kind="output")``; a stop on the signal raises ``AerixError(kind="abort")``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, AsyncIterator, Literal, Protocol, TypedDict, Union, runtime_checkable
+
+__all__ = ["ChatOptions", "Delta", "Done", "Model", "TextDelta", "UsageCounts"]
+
+
+class UsageCounts(TypedDict):
+    prompt_tokens: int
+    completion_tokens: int
+    cached_tokens: int
+
+
+class TextDelta(TypedDict):
+    type: Literal["text"]
+    text: str
+
+
+class Done(TypedDict):
+    type: Literal["done"]
+    finish_reason: Literal["stop", "length"]
+    usage: UsageCounts
+
+
+Delta = Union[TextDelta, Done]
+
+
+class ChatOptions(TypedDict):
+    max_tokens: int
+    constraint: dict[str, Any] | None
+    signal: Any
+    generation: dict[str, Any]
+
+
+@runtime_checkable
+class Model(Protocol):
+    def chat(self, messages: list[dict[str, str]], options: ChatOptions) -> AsyncIterator[Delta]: ...

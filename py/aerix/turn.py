@@ -1,0 +1,205 @@
+"""The turn contract: what the model is told, what it may answer, and how an answer is read.
+
+Every turn is one JSON object::
+
+    {"thought"?: str, "calls": [{"tool": name, "input": {...}}, ...]}   # 1..8 calls
+    {"thought"?: str, "final": str}
+
+``turn_schema`` is the JSON Schema the engine decodes under (so a turn that ends on its own is
+valid); ``parse_turn`` reads a reply and refuses what breaks the contract; ``system_message``
+states the contract and the tools; ``results_message`` and the notes are how the loop talks back.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any, Sequence
+
+from .tools import _NO_DEFAULT, Tool
+
+__all__ = [
+    "MAX_CALLS",
+    "THOUGHT_CHARS",
+    "ParsedCall",
+    "ParsedTurn",
+    "TurnRefused",
+    "cut_note",
+    "parse_turn",
+    "refused_note",
+    "results_message",
+    "system_message",
+    "turn_schema",
+]
+
+MAX_CALLS = 8
+THOUGHT_CHARS = 600
+
+
+def turn_schema(tools: Sequence[Tool]) -> dict[str, Any]:
+    """The JSON Schema of one turn for these tools.
+
+    ``thought`` is required and first in both branches so the model reasons before it commits
+    (parsing still accepts a turn without one). Calls name a known tool (``const``) with an input
+    of that tool's shape; 1 to 8 of them. With no tools only the final branch exists.
+    """
+    thought = {"type": "string"}
+    final = {
+        "type": "object",
+        "properties": {"thought": thought, "final": {"type": "string"}},
+        "required": ["thought", "final"],
+        "additionalProperties": False,
+    }
+    if not tools:
+        return final
+    call_shapes = [
+        {
+            "type": "object",
+            "properties": {"tool": {"const": t.name}, "input": t.input_schema()},
+            "required": ["tool", "input"],
+            "additionalProperties": False,
+        }
+        for t in tools
+    ]
+    calls = {
+        "type": "object",
+        "properties": {
+            "thought": thought,
+            "calls": {
+                "type": "array",
+                "items": call_shapes[0] if len(call_shapes) == 1 else {"anyOf": call_shapes},
+                "minItems": 1,
+                "maxItems": MAX_CALLS,
+            },
+        },
+        "required": ["thought", "calls"],
+        "additionalProperties": False,
+    }
+    return {"anyOf": [calls, final]}
+
+
+# -- reading a reply -----------------------------------------------------------------------
+
+
+class TurnRefused(Exception):
+    """The reply breaks the contract; ``reason`` is told to the model and in the ``retry`` event."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+@dataclass(frozen=True)
+class ParsedCall:
+    tool: str
+    input: Any  # checked against the tool's fields later, where a failure is the model's to fix
+
+
+@dataclass(frozen=True)
+class ParsedTurn:
+    thought: str | None
+    calls: tuple[ParsedCall, ...]  # empty for a final
+    final: str | None
+
+
+def parse_turn(text: str, tool_names: Sequence[str] | frozenset[str]) -> ParsedTurn:
+    """Read one reply; raise :class:`TurnRefused` on bad JSON, an unknown tool, an empty calls
+    list, or a reply that is neither calls nor final. Keeps the first 8 calls and cuts the
+    thought to 600 characters."""
+    try:
+        data = json.loads(_unfence(text))
+    except ValueError as e:
+        raise TurnRefused(f"bad json: {e}") from None
+    if not isinstance(data, dict):
+        raise TurnRefused("not a turn: the reply must be one JSON object")
+    thought = data.get("thought")
+    if thought is not None and not isinstance(thought, str):
+        raise TurnRefused('not a turn: "thought" must be a string')
+    if thought is not None:
+        thought = thought[:THOUGHT_CHARS]
+    has_calls, has_final = "calls" in data, "final" in data
+    if has_calls == has_final:
+        which = "both" if has_calls else "neither"
+        raise TurnRefused(f'not a turn: a turn has either "calls" or "final", this one has {which}')
+    if has_final:
+        if not isinstance(data["final"], str):
+            raise TurnRefused('not a turn: "final" must be a string')
+        return ParsedTurn(thought, (), data["final"])
+    raw = data["calls"]
+    if not isinstance(raw, list):
+        raise TurnRefused('not a turn: "calls" must be a list')
+    if not raw:
+        raise TurnRefused('empty calls: "calls" needs at least one call')
+    calls = []
+    for i, c in enumerate(raw[:MAX_CALLS]):
+        if not isinstance(c, dict) or not isinstance(c.get("tool"), str):
+            raise TurnRefused(f'not a turn: call {i + 1} must be an object with a "tool" name')
+        if c["tool"] not in tool_names:
+            known = ", ".join(sorted(tool_names)) or "none"
+            raise TurnRefused(f"unknown tool: {c['tool']!r} (tools: {known})")
+        calls.append(ParsedCall(c["tool"], c.get("input", {})))
+    return ParsedTurn(thought, tuple(calls), None)
+
+
+def _unfence(text: str) -> str:
+    """Without a constraint a model may wrap its JSON in a Markdown fence; look inside it."""
+    s = text.strip()
+    if s.startswith("```") and s.endswith("```") and len(s) > 6:
+        s = s[3:-3]
+        s = s[s.index("\n") + 1 :] if "\n" in s else s
+    return s
+
+
+# -- what the loop says --------------------------------------------------------------------
+
+
+def system_message(instructions: str, tools: Sequence[Tool]) -> str:
+    """The system message: the instructions, then the contract and the tools."""
+    view = [
+        {
+            "name": t.name,
+            "description": t.description,
+            "fields": {
+                k: {
+                    "type": f.type,
+                    "required": f.required,
+                    "enum": f.enum,
+                    "description": f.description,
+                    "has_default": f.default is not _NO_DEFAULT and f.default is not None,
+                    "default": None if f.default is _NO_DEFAULT else f.default,
+                }
+                for k, f in t.fields.items()
+            },
+        }
+        for t in tools
+    ]
+    text = _template().render(instructions=instructions.strip(), tools=view, max_calls=MAX_CALLS)
+    return text.strip() + "\n"
+
+
+@lru_cache(maxsize=1)
+def _template() -> Any:
+    from importlib.resources import files
+
+    import jinja2
+
+    env = jinja2.Environment(autoescape=False, trim_blocks=True, keep_trailing_newline=True, undefined=jinja2.StrictUndefined)
+    env.policies["json.dumps_kwargs"] = {"ensure_ascii": False, "sort_keys": False}
+    return env.from_string(files("aerix").joinpath("system.j2").read_text(encoding="utf-8"))
+
+
+def results_message(results: Sequence[tuple[str, str, str]]) -> str:
+    """The user message that carries a turn's results back: one JSON object, in call order."""
+    return json.dumps(
+        {"results": [{"id": i, "tool": t, "result": text} for i, t, text in results]},
+        ensure_ascii=False,
+    )
+
+
+def refused_note(reason: str) -> str:
+    return f"Your last turn was refused ({reason}). Answer with one JSON object that follows the turn contract."
+
+
+def cut_note(max_tokens: int) -> str:
+    return f"Your last turn was cut off at {max_tokens} tokens before it ended. Write a shorter turn."

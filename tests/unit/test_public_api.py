@@ -1,0 +1,25 @@
+"""The public surface: ``__all__`` is exactly what the package hands on."""
+
+from __future__ import annotations
+
+import importlib
+
+import aerix
+
+
+def test_all_equals_the_public_names():
+    public = {n for n in vars(aerix) if not n.startswith("_") and not isinstance(getattr(aerix, n), type(aerix))}
+    assert set(aerix.__all__) == public - {"annotations"}
+
+
+def test_every_module_declares_all_and_it_resolves():
+    for name in ("abort", "agent", "errors", "events", "limits", "model", "testing", "tools", "turn"):
+        module = importlib.import_module(f"aerix.{name}")
+        assert module.__all__, name
+        for symbol in module.__all__:
+            assert hasattr(module, symbol), f"aerix.{name}.{symbol}"
+
+
+def test_the_readme_example_names_exist():
+    from aerix import AerixError, Agent, Hooks, Limits, tool  # noqa: F401
+    from aerix.testing import ScriptedModel  # noqa: F401

@@ -1,0 +1,64 @@
+# aerix — two commands matter: `make demo` (the main job) and `make test` (every test).
+# Everything else is a step they take; each builds only what is missing or out of date.
+
+PY      := .venv/bin/python
+SITE    := build/site
+CHROMIUM ?= /usr/bin/chromium
+PORT    ?= 8642
+
+.PHONY: all demo test test-unit test-pyodide test-e2e build serve bench chromium clean
+
+all: build
+
+# -- set-up ------------------------------------------------------------------------------
+
+.venv/.installed: pyproject.toml
+	python3 -m venv .venv
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[test]'
+	touch $@
+
+node_modules/.installed: package.json package-lock.json
+	npm ci --no-audit --no-fund
+	touch $@
+
+chromium:
+	@test -x $(CHROMIUM) || { echo "installing Debian's chromium"; apt-get update -q && apt-get install -y -q chromium; }
+
+# -- the site ----------------------------------------------------------------------------
+
+PY_SOURCES  := $(shell find py -type f \( -name '*.py' -o -name '*.j2' -o -name 'py.typed' \)) pyproject.toml
+WEB_SOURCES := $(wildcard web/*)
+
+$(SITE)/.built: .venv/.installed node_modules/.installed build/site.py build/models.py $(PY_SOURCES) $(WEB_SOURCES)
+	$(PY) build/site.py
+	$(PY) build/models.py $(SITE)/models
+	touch $@
+
+build: $(SITE)/.built
+
+serve: build
+	$(PY) build/serve.py --port $(PORT)
+
+# -- the main job ------------------------------------------------------------------------
+
+# Serves the demo, runs an agent in it in headless Chromium, prints the transcript, then keeps
+# the page up for a person to open (Ctrl-C to stop; DEMO_HOLD=0 to exit after the run).
+demo: build chromium
+	$(PY) build/demo.py --port $(PORT) --chromium $(CHROMIUM)
+
+# -- tests -------------------------------------------------------------------------------
+
+test: test-unit test-pyodide test-e2e
+
+test-unit: .venv/.installed
+	$(PY) -m pytest tests/unit -q
+
+test-pyodide: build
+	node tests/pyodide/run_pytest.mjs -q
+
+test-e2e: build chromium
+	$(PY) -m pytest tests/e2e -q
+
+clean:
+	rm -rf $(SITE) build/lib build/bdist.* dist

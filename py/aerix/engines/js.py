@@ -1,0 +1,51 @@
+"""A model whose ``chat`` runs in the page's JavaScript.
+
+    from aerix.engines.js import page_model
+    agent = Agent(model=page_model(), tools=[...])    # the engine aerix.mjs booted
+
+The JS side (``web/engine.mjs``) yields ``{type: "text"}`` deltas and one ``done``; a stop on
+the signal throws ``AbortError`` and an unusable generation ``EngineBadOutput``, which arrive
+here as ``AerixError`` kinds ``abort`` and ``output``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, AsyncIterator
+
+from .._js import iterate_js, js_module, js_signal, to_js
+
+__all__ = ["JsModel", "page_model"]
+
+
+class JsModel:
+    """The model protocol over a JavaScript object with ``chat(messages, options)``."""
+
+    def __init__(self, engine: Any) -> None:
+        self.engine = engine
+        self._schema: tuple[Any, Any] = (None, None)  # (Python schema, its JS copy): built once
+
+    def __repr__(self) -> str:
+        return "JsModel(engine=<JavaScript>)"
+
+    async def chat(self, messages: list[dict[str, str]], options: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
+        signal, release = js_signal(options.get("signal"))
+        try:
+            js_options = to_js({k: v for k, v in options.items() if k not in ("signal", "constraint")})
+            js_options.signal = signal
+            js_options.constraint = self._js_schema(options.get("constraint"))
+            async for item in iterate_js(self.engine.chat(to_js(messages), js_options)):
+                yield item
+        finally:
+            release()
+
+    def _js_schema(self, constraint: Any) -> Any:
+        if constraint is None:
+            return None
+        if self._schema[0] is not constraint:
+            self._schema = (constraint, to_js(constraint))
+        return self._schema[1]
+
+
+def page_model(module: str = "aerix_page") -> JsModel:
+    """The engine the page booted (``boot()`` in aerix.mjs registers it as a JS module)."""
+    return JsModel(js_module(module).engine)

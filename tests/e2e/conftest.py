@@ -1,0 +1,126 @@
+"""The real site, the real engine, a real browser: Debian's Chromium driven by Playwright.
+
+Every page records its requests; a test fails if any goes to another origin or fails.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+SITE = ROOT / "build" / "site"
+CHROMIUM = os.environ.get("AERIX_CHROMIUM", "/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+
+sys.path.insert(0, str(ROOT / "build"))
+from serve import serve  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def site():
+    if not (SITE / "index.html").exists():
+        pytest.fail("build/site is not built: run `make build` (make test-e2e does)")
+    server, thread = serve(str(SITE), 0)
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+    server.server_close()
+
+
+@pytest.fixture(scope="session")
+def browser():
+    from playwright.sync_api import sync_playwright
+
+    if not Path(CHROMIUM).exists():
+        pytest.fail(f"no Chromium at {CHROMIUM}: apt-get install -y chromium (make test-e2e does)")
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+        yield b
+        b.close()
+
+
+class Traffic:
+    """Every request a page made, and every one that failed or left the origin."""
+
+    def __init__(self, origin: str) -> None:
+        self.origin = origin
+        self.urls: list[str] = []
+        self.foreign: list[str] = []
+        self.failed: list[str] = []
+        self.console: list[str] = []
+
+    def on_request(self, request) -> None:
+        url = request.url
+        self.urls.append(url)
+        if url.startswith(("data:", "blob:")):
+            return
+        parts = urlsplit(url)
+        if f"{parts.scheme}://{parts.netloc}" != self.origin:
+            self.foreign.append(url)
+
+    def on_failed(self, request) -> None:
+        self.failed.append(f"{request.url} ({request.failure})")
+
+    def on_response(self, response) -> None:
+        if response.status >= 400 and not getattr(self, "expect_missing", None) == response.url:
+            self.failed.append(f"{response.url} ({response.status})")
+
+
+def open_page(browser, site, path="/embed.html", expect_missing=None):
+    context = browser.new_context()
+    page = context.new_page()
+    traffic = Traffic(site)
+    traffic.expect_missing = expect_missing
+    page.on("request", traffic.on_request)
+    page.on("requestfailed", traffic.on_failed)
+    page.on("response", traffic.on_response)
+    page.on("console", lambda m: traffic.console.append(f"{m.type}: {m.text}"))
+    page.set_default_timeout(120_000)
+    page.goto(site + path)
+    return context, page, traffic
+
+
+@pytest.fixture
+def fresh_page(browser, site):
+    """A new page with nothing booted; the test must leave its traffic clean."""
+    opened = []
+
+    def make(path="/embed.html", expect_missing=None):
+        context, page, traffic = open_page(browser, site, path, expect_missing)
+        opened.append((context, traffic))
+        return page, traffic
+
+    yield make
+    for context, traffic in opened:
+        context.close()
+        assert traffic.foreign == [], f"requests left the origin: {traffic.foreign}"
+        assert traffic.failed == [], f"requests failed: {traffic.failed}"
+
+
+BOOT = """async (opts) => {
+  const { boot } = await import("/aerix.mjs");
+  window.ai = await boot({ model: "/models/tiny.gguf", engine: { recorder: true, seed: 7 }, ...opts });
+  return window.ai.timings;
+}"""
+
+
+@pytest.fixture(scope="module")
+def booted(browser, site):
+    """One page, booted once per test module (Pyodide + the tiny model), shared by its tests."""
+    context, page, traffic = open_page(browser, site)
+    page.evaluate(BOOT, {})
+    yield page
+    context.close()
+    assert traffic.foreign == [], f"requests left the origin: {traffic.foreign}"
+    assert traffic.failed == [], f"requests failed: {traffic.failed}"

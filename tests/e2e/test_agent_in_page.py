@@ -1,0 +1,103 @@
+"""Cases 2, 4 and 5: an aerix agent on the real engine (tiny model, wasm tier) in the page."""
+
+from __future__ import annotations
+
+TOOL = """{
+  name: "weather",
+  description: "Today's forecast for a city.",
+  input: { city: { type: "string", description: "City name", required: true } },
+  run: async ({ city }) => `Sunny in ${city}`,
+}"""
+
+RUN = (
+    """async ({ prompts, constrain, limits }) => {
+  const before = window.ai.engine.requests.length;
+  const agent = window.ai.agent({ tools: [%s], constrain, limits, generation: { temperature: 0.8 } });
+  const runs = [];
+  for (const prompt of prompts) {
+    const events = [];
+    for await (const ev of agent.run(prompt)) events.push(ev);
+    runs.push(events);
+  }
+  return { runs, requests: window.ai.engine.requests.slice(before), schema: agent.schema };
+}"""
+    % TOOL
+)
+
+ENDINGS = ("final", "end")
+
+
+def run_in_page(page, prompts, constrain=True, limits=None):
+    return page.evaluate(RUN, {"prompts": prompts, "constrain": constrain, "limits": limits or {"turns": 6, "retries": 3, "maxTokens": 160}})
+
+
+def test_every_generation_is_decoded_under_the_turn_schema(booted):
+    out = run_in_page(booted, ["Umbrella for Lisbon?", "What about Oslo?", "And Rome?"])
+    generations = sum(1 for events in out["runs"] for e in events if e["type"] == "usage")
+    attempts = len(out["requests"])
+    assert attempts >= generations >= 3
+    for request in out["requests"]:
+        fmt = request["response_format"]
+        assert fmt["type"] == "json_schema" and fmt["json_schema"]["strict"] is True
+        assert fmt["json_schema"]["schema"] == out["schema"]
+        assert request["stream"] is True and request["cache_prompt"] is True
+    for events in out["runs"]:
+        assert [e["type"] in ENDINGS for e in events].count(True) == 1 and events[-1]["type"] in ENDINGS
+        for e in events:
+            if e["type"] == "retry":
+                # under the grammar a finished turn is always valid: only a cut turn or
+                # unusable engine output may be refused
+                assert e["reason"].startswith(("cut:", "engine output:")), e["reason"]
+            if e["type"] == "usage":
+                assert e["promptTokens"] > 0 and e["completionTokens"] > 0
+
+
+def test_without_the_constraint_no_schema_is_sent_and_parse_and_retry_happens(booted):
+    out = run_in_page(booted, ["Umbrella for Lisbon?"], constrain=False, limits={"turns": 3, "retries": 2, "maxTokens": 48})
+    assert out["requests"], "no generation reached the engine"
+    assert all("response_format" not in r for r in out["requests"])
+    events = out["runs"][0]
+    retries = [e for e in events if e["type"] == "retry"]
+    assert retries, "a noise model without a grammar should have been refused at least once"
+    assert [e["type"] in ENDINGS for e in events].count(True) == 1
+
+
+def test_abort_during_a_generation_ends_abort_and_the_engine_still_works(booted):
+    out = booted.evaluate(
+        """async () => {
+      const agent = window.ai.agent({ tools: [%s], limits: { maxTokens: 400 } });
+      const controller = new AbortController();
+      const first = [];
+      for await (const ev of agent.run("Write a very long thought about Lisbon.", { signal: controller.signal })) {
+        first.push(ev);
+        if (ev.type === "text") controller.abort();
+      }
+      const second = [];
+      for await (const ev of agent.run("Now answer briefly.")) second.push(ev);
+      return { first, second };
+    }"""
+        % TOOL
+    )
+    first, second = out["first"], out["second"]
+    assert first[-1] == {"type": "end", "reason": "abort", "message": first[-1]["message"]}
+    assert [e["type"] for e in first].count("usage") == 0  # the generation was cut short, not finished
+    assert second[-1]["type"] in ENDINGS and [e["type"] in ENDINGS for e in second].count(True) == 1
+    assert any(e["type"] == "usage" for e in second)
+
+
+def test_turn_two_reuses_the_engine_prefix_cache(booted):
+    out = booted.evaluate(
+        """async () => {
+      const agent = window.ai.agent({ tools: [%s], limits: { maxTokens: 160, retries: 3 } });
+      const usage = [];
+      for (const prompt of ["Umbrella for Lisbon?", "And for Porto?"]) {
+        for await (const ev of agent.run(prompt)) if (ev.type === "usage") usage.push(ev);
+      }
+      return usage;
+    }"""
+        % TOOL
+    )
+    assert len(out) >= 2
+    for later in out[1:]:
+        assert later["cachedTokens"] > 0
+        assert later["cachedTokens"] <= later["promptTokens"]

@@ -1,0 +1,47 @@
+"""Case 1 and 6: the page boots from its own origin only; a bad model fails boot clearly."""
+
+from __future__ import annotations
+
+
+def test_demo_page_becomes_ready_from_its_own_origin(fresh_page):
+    page, traffic = fresh_page("/index.html")
+    page.wait_for_function("window.demo && (window.demo.ready || window.demo.error)", timeout=180_000)
+    assert page.evaluate("window.demo.error") is None
+    assert page.evaluate("crossOriginIsolated") is True
+    timings = page.evaluate("window.demo.timings")
+    assert 0 < timings["python"] <= timings["ready"] and timings["engine"] <= timings["ready"]
+    # the page really fetched Pyodide, our wheels and the model from itself (fresh_page checks no other origin)
+    fetched = "\n".join(traffic.urls)
+    for part in ("/pyodide/pyodide.asm.wasm", "/pyodide-lock.json", "/wheels/aerix-", "/wheels/pydantic_core-", "/wllama/wllama.wasm", "/models/tiny.gguf"):
+        assert part in fetched, part
+
+
+def boot_error(page, model):
+    return page.evaluate(
+        """async (model) => {
+          const { boot } = await import("/aerix.mjs");
+          const timeout = new Promise((_, reject) => setTimeout(() => reject(new Error("boot hung")), 60000));
+          try { await Promise.race([boot({ model }), timeout]); return null; }
+          catch (e) { return String(e && e.message || e); }
+        }""",
+        model,
+    )
+
+
+def test_a_model_url_that_404s_is_a_clear_error(fresh_page, site):
+    page, _ = fresh_page(expect_missing=site + "/models/nowhere.gguf")
+    message = boot_error(page, "/models/nowhere.gguf")
+    assert message is not None and message != "boot hung"
+    assert "404" in message and "/models/nowhere.gguf" in message
+
+
+def test_a_file_that_is_not_gguf_is_a_clear_error(fresh_page):
+    page, _ = fresh_page()
+    message = boot_error(page, "/demo.css")
+    assert message is not None and message != "boot hung"
+    assert "GGUF" in message and "demo.css" in message
+
+
+def test_boot_without_a_model_is_refused(fresh_page):
+    page, _ = fresh_page()
+    assert "needs a model" in boot_error(page, None)

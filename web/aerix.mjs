@@ -1,0 +1,128 @@
+/**
+ * aerix in the page: boot Python (Pyodide + the aerix wheel) and the engine, in parallel, all
+ * from this page's origin; then build agents from JavaScript.
+ *
+ *   import { boot } from "./aerix.mjs";
+ *   const aerix = await boot({ model: "./models/tiny.gguf", onProgress: (p) => console.log(p) });
+ *   const agent = aerix.agent({
+ *     instructions: "You are a travel helper.",
+ *     tools: [{ name: "weather", description: "Forecast for a city.",
+ *               input: { city: { type: "string", required: true } },
+ *               run: async ({ city }, { signal, callId }) => `Sunny in ${city}` }],
+ *     limits: { turns: 8, maxTokens: 384 },
+ *     hooks: { beforeCall: (call) => null },
+ *   });
+ *   for await (const ev of agent.run("Umbrella for Lisbon?", { signal })) console.log(ev);
+ *   const answer = await agent.ask("And for Porto?");   // { text, thought, events }
+ *
+ * Python that runs in the same Pyodide (`aerix.pyodide.runPythonAsync`) gets the engine with
+ * `from aerix.engines.js import page_model`.
+ *
+ * @module aerix
+ */
+
+import { loadEngine } from "./engine.mjs";
+
+const HERE = new URL("./", import.meta.url);
+
+/**
+ * Boot Python and the engine in parallel.
+ *
+ * @param {object} options
+ * @param {string|Blob} options.model a GGUF file: a URL (any GGUF you host) or a Blob.
+ * @param {string|URL} [options.base] where the site's files are (default: next to this module).
+ * @param {object} [options.engine] options for `loadEngine` (nCtx, nThreads, nGpuLayers, seed, recorder).
+ * @param {(p: {phase: string, loaded?: number, total?: number, ms?: number}) => void} [options.onProgress]
+ *   phases: "python", "packages", "imports" (each with `ms` when done) and "model" (bytes).
+ * @returns {Promise<{pyodide: object, engine: object, agent: Function, timings: object}>}
+ */
+export async function boot({ model, base = HERE, engine: engineOptions = {}, onProgress = () => {} } = {}) {
+  if (model === undefined || model === null) throw new Error("boot({ model }) needs a model: a GGUF URL or a Blob");
+  const root = new URL(base, location.href);
+  const started = performance.now();
+  const timings = {};
+  const time = (phase) => {
+    const ms = Math.round(performance.now() - started);
+    timings[phase] = ms;
+    onProgress({ phase, ms });
+  };
+  const python = loadPython(root, time);
+  const engine = loadEngine({
+    wllamaBase: new URL("wllama/", root).href,
+    ...engineOptions,
+    model: typeof model === "string" ? new URL(model, location.href).href : model,
+    onProgress: (p) => onProgress(p),
+  }).then((e) => (time("engine"), e));
+  // Both must succeed; if either fails, report that failure rather than hang on the other.
+  const [pyodide, eng] = await Promise.all([python, engine]);
+  pyodide.registerJsModule("aerix_page", { engine: eng });
+  const page = pyodide.pyimport("aerix.page");
+  const jsModel = pyodide.pyimport("aerix.engines.js").JsModel(eng);
+  time("ready");
+  return {
+    pyodide,
+    engine: eng,
+    timings,
+    /** Build an agent; the options are those of `aerix.Agent`, in camelCase where they differ. */
+    agent: (options = {}) => wrapAgent(page.create_agent(jsModel, options)),
+  };
+}
+
+async function loadPython(root, time) {
+  const { loadPyodide } = await import(new URL("pyodide/pyodide.mjs", root).href);
+  const pyodide = await loadPyodide({
+    indexURL: new URL("pyodide/", root).href,
+    lockFileURL: new URL("pyodide-lock.json", root).href,
+    packageBaseUrl: root.href,
+  });
+  time("python");
+  const loaded = await pyodide.loadPackage(["aerix"], { messageCallback: () => {}, errorCallback: (m) => console.warn(m) });
+  // loadPackage does not throw when a wheel fails (a bad sha256 is only logged): check it.
+  if (!loaded.some((p) => p.name === "aerix")) {
+    throw new Error(`could not load the aerix wheel from ${root.href} (loaded: ${loaded.map((p) => p.name).join(", ") || "nothing"})`);
+  }
+  time("packages");
+  // pydantic's first import costs about a second; pay it now, while the engine loads.
+  await pyodide.runPythonAsync("import aerix, aerix.page, aerix.engines.js, pydantic, jinja2");
+  time("imports");
+  return pyodide;
+}
+
+function wrapAgent(py) {
+  return {
+    /** An async iterator of events; stop it with `{ signal }` (an AbortSignal) or by breaking out. */
+    async *run(prompt, { signal } = {}) {
+      const stream = py.run(prompt, signal ?? null);
+      let done = false;
+      try {
+        for await (const ev of stream) yield ev;
+        done = true;
+      } finally {
+        if (!done) await stream.return?.();
+        stream.destroy?.();
+      }
+    },
+    /** Run to the ending: `{ text, thought, events }` on a final; otherwise throws with `reason` and `events`. */
+    async ask(prompt, { signal } = {}) {
+      const events = [];
+      for await (const ev of this.run(prompt, { signal })) events.push(ev);
+      const last = events[events.length - 1];
+      if (last.type === "final") return { text: last.text, thought: last.thought ?? null, events };
+      const error = new Error(`the run ended without an answer (${last.reason}): ${last.message}`);
+      error.name = "AerixEndError";
+      return Promise.reject(Object.assign(error, { reason: last.reason, events }));
+    },
+    reset: () => py.reset(),
+    get messages() {
+      return py.messages();
+    },
+    get system() {
+      return py.system();
+    },
+    get schema() {
+      return py.schema();
+    },
+    /** The Python agent (a PyProxy), for code that wants to reach into Python. */
+    python: py,
+  };
+}

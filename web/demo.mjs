@@ -1,0 +1,134 @@
+// The demo page: boot aerix, give the agent three tools written in JavaScript, and show a run
+// as it happens. `window.demo` lets a headless browser drive it and read the transcript.
+import { boot } from "./aerix.mjs";
+
+const $ = (id) => document.getElementById(id);
+const params = new URLSearchParams(location.search);
+const MODEL = params.get("model") || "./models/tiny.gguf";
+
+const CITIES = { lisbon: [19, "showers"], porto: [16, "rain"], paris: [14, "cloudy"], oslo: [3, "snow"], rome: [24, "sunny"] };
+
+const tools = [
+  {
+    name: "weather",
+    description: "Today's forecast for a city.",
+    input: { city: { type: "string", description: "City name", required: true } },
+    run: async ({ city }) => {
+      const [temp, sky] = CITIES[city.trim().toLowerCase()] ?? [20, "clear"];
+      return `${city}: ${sky}, ${temp}°C`;
+    },
+  },
+  {
+    name: "clock",
+    description: "The current time in UTC.",
+    input: {},
+    run: async () => new Date().toISOString().slice(11, 16) + " UTC",
+  },
+  {
+    name: "convert",
+    description: "Convert a temperature between Celsius and Fahrenheit.",
+    input: {
+      value: { type: "number", required: true },
+      to: { type: "string", enum: ["c", "f"], required: true },
+    },
+    run: async ({ value, to }) => (to === "f" ? `${(value * 9) / 5 + 32}°F` : `${(((value - 32) * 5) / 9).toFixed(1)}°C`),
+  },
+];
+
+const transcript = [];
+window.demo = { ready: false, running: false, transcript, error: null };
+
+function card(kind, title, body) {
+  const el = document.createElement("div");
+  el.className = `card ${kind}`;
+  el.innerHTML = `<h3></h3><pre></pre>`;
+  el.querySelector("h3").textContent = title;
+  el.querySelector("pre").textContent = body;
+  $("log").append(el);
+  return el;
+}
+
+let aerix;
+try {
+  aerix = await boot({
+    model: MODEL,
+    onProgress: (p) => {
+      if (p.phase === "model" && p.total) $("progress").value = p.loaded / p.total;
+      $("status").textContent = p.phase === "model" ? `Downloading the model… ${Math.round(p.loaded / 1024)} KiB` : `Loaded: ${p.phase}`;
+    },
+  });
+  const t = aerix.timings;
+  $("progress").value = 1;
+  $("status").textContent = "Ready.";
+  $("timings").textContent = `python ${t.python} ms · packages ${t.packages} ms · imports ${t.imports} ms · engine ${t.engine} ms · ready ${t.ready} ms`;
+  const info = aerix.engine.info;
+  $("model").textContent = `Model ${MODEL} · vocab ${info.n_vocab} · ctx ${info.n_ctx} · threads ${info.n_threads} · ${crossOriginIsolated ? "cross-origin isolated" : "not isolated"}`;
+  $("run").disabled = false;
+  window.demo.ready = true;
+  window.demo.timings = t;
+} catch (e) {
+  $("status").textContent = `Could not start: ${e.message}`;
+  window.demo.error = String(e.message || e);
+}
+
+let controller = null;
+
+$("ask").addEventListener("submit", async (event) => {
+  event.preventDefault();
+  if (!aerix || window.demo.running) return;
+  const prompt = $("prompt").value.trim();
+  if (!prompt) return;
+  $("log").replaceChildren();
+  transcript.length = 0;
+  window.demo.running = true;
+  $("run").disabled = true;
+  $("stop").disabled = false;
+  controller = new AbortController();
+  const agent = aerix.agent({
+    instructions: "You are a helpful assistant. Use the tools when they help.",
+    tools,
+    limits: { turns: 6, retries: 2, maxTokens: 256 },
+    generation: { temperature: 0.7, seed: 1 },
+    constrain: $("constrain").checked,
+  });
+  card("prompt", "You", prompt);
+  let stream = null;
+  let usageLine = null;
+  try {
+    for await (const ev of agent.run(prompt, { signal: controller.signal })) {
+      transcript.push(ev);
+      if (ev.type === "text") {
+        stream ??= card("stream", "Model (streaming)", "");
+        stream.querySelector("pre").textContent += ev.text;
+        continue;
+      }
+      stream = null;
+      if (ev.type === "usage") {
+        usageLine = document.createElement("div");
+        usageLine.className = "usage";
+        usageLine.textContent = `prompt ${ev.promptTokens} tokens (cached ${ev.cachedTokens}) → ${ev.completionTokens} tokens`;
+        $("log").append(usageLine);
+      } else if (ev.type === "turn") {
+        if (ev.thought) card("thought", `Turn ${ev.turn} · thought`, ev.thought);
+      } else if (ev.type === "call") {
+        card("call", `Call ${ev.id} · ${ev.tool}`, JSON.stringify(ev.input));
+      } else if (ev.type === "result") {
+        card(`result${ev.error ? " error" : ""}`, `Result ${ev.id} · ${ev.tool}`, ev.text);
+      } else if (ev.type === "retry") {
+        card("retry", `Retry after turn ${ev.turn}`, ev.reason);
+      } else if (ev.type === "final") {
+        card("final", "Answer", ev.text);
+      } else if (ev.type === "end") {
+        card("end", `Ended: ${ev.reason}`, ev.message);
+      }
+    }
+  } catch (e) {
+    card("end", "Error", String(e.message || e));
+  } finally {
+    window.demo.running = false;
+    $("run").disabled = false;
+    $("stop").disabled = true;
+  }
+});
+
+$("stop").addEventListener("click", () => controller?.abort());

@@ -1,0 +1,407 @@
+/**
+ * The in-page engine: llama.cpp (through @wllama/wllama 3.13) behind the aerix model protocol.
+ *
+ *   const engine = await loadEngine({ model: "./models/tiny.gguf" });
+ *   for await (const delta of engine.chat(messages, { max_tokens: 256, constraint: schema })) {
+ *     // { type: "text", text } ... then one { type: "done", finish_reason, usage }
+ *   }
+ *
+ * The aerix Python side calls this through Pyodide, so option objects may be
+ * Python proxies; everything is copied into plain JS values on entry.
+ *
+ * Errors a caller can tell apart by `name`:
+ *   "AbortError"       the caller's signal fired (or the caller stopped iterating)
+ *   "EngineBadOutput"  the engine produced bytes that are not valid UTF-8; the engine is still usable
+ *   anything else      the engine's own error, message passed through
+ *
+ * @module engine
+ */
+
+/** Thrown when a generation is aborted. `name` is "AbortError", as for fetch. */
+export class EngineAbortError extends Error {
+  constructor(message = "generation aborted") {
+    super(message);
+    this.name = "AbortError";
+  }
+}
+
+/**
+ * Thrown when llama.cpp emitted bytes that are not valid UTF-8.
+ *
+ * Its JSON-schema grammar accepts such bytes inside strings, then its server
+ * fails to encode its own reply and wllama reads a garbage length
+ * (`RangeError: Invalid typed array length`). Only that request fails.
+ */
+export class EngineBadOutputError extends Error {
+  constructor(cause) {
+    super(
+      "the engine produced bytes that are not valid UTF-8 and could not return its reply " +
+        `(${cause?.message ?? cause})`,
+    );
+    this.name = "EngineBadOutput";
+    this.cause = cause;
+  }
+}
+
+const GGUF_MAGIC = [0x47, 0x47, 0x55, 0x46]; // "GGUF"
+const WASM_MAGIC = [0x00, 0x61, 0x73, 0x6d]; // "\0asm"
+
+/**
+ * Fetch a model, start wllama on it and return an engine.
+ *
+ * @param {object} options
+ * @param {string|Blob} options.model URL of a .gguf file (relative to the page), or its bytes.
+ * @param {string} [options.wllamaBase="./wllama/"] folder (relative to the page) holding wllama's
+ *   `index.js` and `wllama.wasm`.
+ * @param {number} [options.nCtx=4096] context size; wllama would otherwise use 1024 whatever the model says.
+ * @param {number} [options.nThreads] threads when the page is cross-origin isolated
+ *   (default: navigator.hardwareConcurrency); always 1 when it is not.
+ * @param {number} [options.nGpuLayers] layers to offload to WebGPU; default 0 when the browser has
+ *   no WebGPU, else wllama's default (all).
+ * @param {(p: {loaded: number, total: number|undefined, phase: "model"}) => void} [options.onProgress]
+ * @param {number} [options.seed] fixed sampling seed; it overrides every per-request seed.
+ * @param {boolean} [options.recorder] keep every request sent to the engine in `engine.requests`.
+ * @param {{debug: Function, log: Function, warn: Function, error: Function}} [options.logger]
+ *   wllama's logger (it also gets llama.cpp's log); default keeps only errors.
+ * @returns {Promise<Engine>}
+ */
+export async function loadEngine({
+  model,
+  wllamaBase = "./wllama/",
+  nCtx = 4096,
+  nThreads,
+  nGpuLayers,
+  onProgress,
+  seed,
+  recorder = false,
+  logger = QUIET_LOGGER,
+} = {}) {
+  const started = performance.now();
+  const label = typeof model === "string" ? model : "the model blob";
+  const blob = typeof model === "string" ? await fetchModel(model, onProgress) : model;
+  if (!(blob instanceof Blob)) {
+    throw new TypeError("loadEngine: `model` must be a URL string or a Blob");
+  }
+  await checkMagic(blob, label);
+  const fetchMs = performance.now() - started;
+
+  const base = new URL(wllamaBase, pageUrl());
+  let Wllama;
+  try {
+    ({ Wllama } = await import(new URL("index.js", base).href));
+  } catch (err) {
+    throw new Error(`could not load wllama from ${base.href}: ${err?.message ?? err}`, { cause: err });
+  }
+  const wasmUrl = new URL("wllama.wasm", base).href;
+  await checkWasm(wasmUrl);
+  // llama.cpp explains a rejected model only in its log. Keep its first complaints for the
+  // error: they carry the cause ("failed to read key-value pairs"); later ones repeat it.
+  const complaints = [];
+  const remember = (args) => {
+    if (complaints.length < 3) complaints.push(args.join(" ").trim());
+  };
+  const wllama = new Wllama(
+    { default: wasmUrl },
+    {
+      logger: {
+        ...logger,
+        warn: (...args) => (remember(args), logger.warn(...args)),
+        error: (...args) => (remember(args), logger.error(...args)),
+      },
+    },
+  );
+  // Without this, browsers lacking JSPI or memory64 would fetch a "compat" build from a CDN.
+  wllama.setCompat(null);
+
+  // Threads need SharedArrayBuffer, i.e. COOP/COEP; without them wllama would fall back silently.
+  const isolated = globalThis.crossOriginIsolated === true;
+  const threads = isolated ? Math.max(1, nThreads ?? navigator.hardwareConcurrency ?? 1) : 1;
+  const loadStarted = performance.now();
+  const failed = (why, cause) =>
+    new Error(`the engine could not load ${label}: ${[why, ...complaints].join("; ")}`, { cause });
+  try {
+    await wllama.loadModel([blob], {
+      n_ctx: nCtx,
+      n_threads: threads,
+      n_gpu_layers: nGpuLayers ?? (navigator.gpu ? undefined : 0),
+      ...(seed === undefined ? {} : { seed }),
+    });
+  } catch (err) {
+    throw failed(err?.message ?? String(err), err);
+  }
+  // loadModel resolves even when llama.cpp rejected the file; the next call would then kill the module.
+  const ctx = wllama.getLoadedContextInfo();
+  if (!(ctx?.n_vocab > 0)) {
+    await wllama.exit().catch(() => {});
+    throw failed("llama.cpp reported no vocabulary");
+  }
+  const loadMs = performance.now() - loadStarted;
+
+  const requests = recorder ? [] : undefined;
+  return {
+    wllama,
+    info: {
+      n_ctx: ctx.n_ctx,
+      n_vocab: ctx.n_vocab,
+      n_threads: wllama.getNumThreads(),
+      isolated,
+      fetchMs,
+      loadMs,
+    },
+    requests,
+    chat: (messages, options) => chat(wllama, requests, messages, options),
+    close: () => wllama.exit(),
+  };
+}
+
+/**
+ * @typedef {object} Engine
+ * @property {object} wllama the Wllama instance, for what this module does not cover
+ * @property {{n_ctx: number, n_vocab: number, n_threads: number, isolated: boolean, fetchMs: number, loadMs: number}} info
+ * @property {object[]|undefined} requests with `recorder`: every request sent, without its abort signal
+ * @property {(messages: {role: string, content: string}[], options?: ChatOptions) => AsyncGenerator<Delta>} chat
+ * @property {() => Promise<void>} close unloads the model and stops its worker
+ */
+
+/**
+ * @typedef {object} ChatOptions
+ * @property {number} [max_tokens]
+ * @property {object|null} [constraint] a JSON Schema every reply must match (llama.cpp turns it into a grammar)
+ * @property {{aborted: boolean}} [signal] an AbortSignal, or any object whose `aborted` turns true
+ * @property {object} [generation] sampling settings passed to the engine as they are (temperature, top_p, seed, ...)
+ */
+
+/**
+ * @typedef {{type: "text", text: string}
+ *   | {type: "done", finish_reason: "stop"|"length",
+ *      usage: {prompt_tokens: number, completion_tokens: number, cached_tokens: number}}} Delta
+ */
+
+/**
+ * One generation as an async iterator of deltas.
+ *
+ * Arguments are copied before returning: Pyodide destroys the proxies of a
+ * call's arguments when the call returns, before the first `next()`.
+ */
+function chat(wllama, requests, messages, options) {
+  const opts = plain(options) ?? {};
+  const request = buildRequest(plain(messages), opts);
+  return generate(wllama, requests, request, opts.signal);
+}
+
+/**
+ * The engine stops only through its abort signal: leaving the loop early (which
+ * calls `return()`) must abort too, or llama.cpp keeps generating in the
+ * background and slows every later call.
+ */
+async function* generate(wllama, requests, request, signal) {
+  const controller = new AbortController();
+  const link = linkSignal(signal, controller);
+  const chunks = [];
+  let settled = false;
+  let failure = null;
+  let wake = null;
+  const notify = () => {
+    const resume = wake;
+    wake = null;
+    resume?.();
+  };
+  controller.signal.addEventListener("abort", notify);
+
+  let finish_reason = null;
+  let usage = null;
+  try {
+    if (controller.signal.aborted) throw new EngineAbortError();
+    requests?.push(structuredClone(request));
+    wllama
+      .createChatCompletion({
+        ...request,
+        abortSignal: controller.signal,
+        // The callback form lets us own the queue: wllama's own iterator leaves a
+        // rejected promise unhandled when its reader stops early.
+        onData: (chunk) => {
+          chunks.push(chunk);
+          notify();
+        },
+      })
+      .then(
+        () => {
+          settled = true;
+          notify();
+        },
+        (err) => {
+          settled = true;
+          failure = err;
+          notify();
+        },
+      );
+
+    for (;;) {
+      link.check();
+      if (controller.signal.aborted) throw new EngineAbortError();
+      const chunk = chunks.shift();
+      if (chunk === undefined) {
+        if (settled) break;
+        await new Promise((resolve) => (wake = resolve));
+        continue;
+      }
+      // The first chunk carries only the role (content null); the usage chunk has no choices.
+      const choice = chunk.choices?.[0];
+      if (choice?.finish_reason) finish_reason = choice.finish_reason;
+      if (chunk.usage) usage = chunk.usage;
+      const text = choice?.delta?.content;
+      if (text) yield { type: "text", text };
+    }
+    if (failure) throw engineError(failure);
+    yield {
+      type: "done",
+      finish_reason: finish_reason === "length" ? "length" : "stop",
+      usage: {
+        prompt_tokens: usage?.prompt_tokens ?? 0,
+        completion_tokens: usage?.completion_tokens ?? 0,
+        cached_tokens: usage?.prompt_tokens_details?.cached_tokens ?? 0,
+      },
+    };
+  } finally {
+    link.unlink();
+    controller.signal.removeEventListener("abort", notify);
+    if (!settled) controller.abort();
+  }
+}
+
+function buildRequest(messages, { max_tokens, constraint, generation }) {
+  const request = {
+    ...(plain(generation) ?? {}),
+    messages: Array.from(messages, (m) => ({ role: String(m.role), content: String(m.content) })),
+    stream: true,
+    cache_prompt: true,
+    stream_options: { include_usage: true },
+  };
+  if (max_tokens != null) request.max_tokens = max_tokens;
+  const schema = plain(constraint);
+  if (schema) {
+    request.response_format = { type: "json_schema", json_schema: { name: "turn", schema, strict: true } };
+  }
+  return request;
+}
+
+/**
+ * Make `controller` follow the caller's signal. A real AbortSignal is listened
+ * to; anything else (a Python object seen through Pyodide) is polled, on a timer
+ * and whenever the caller asks for the next delta.
+ * @returns {{check: () => void, unlink: () => void}}
+ */
+function linkSignal(signal, controller) {
+  if (!signal) return { check: () => {}, unlink: () => {} };
+  const abort = () => controller.abort();
+  if (typeof signal.addEventListener === "function") {
+    if (signal.aborted) abort();
+    else signal.addEventListener("abort", abort, { once: true });
+    return { check: () => {}, unlink: () => signal.removeEventListener("abort", abort) };
+  }
+  let timer = null;
+  const check = () => {
+    if (timer === null) return;
+    try {
+      if (!signal.aborted) return;
+      abort();
+    } catch {
+      // a proxy destroyed on the Python side cannot abort any more
+    }
+    clearInterval(timer);
+    timer = null;
+  };
+  timer = setInterval(check, 20);
+  check();
+  const unlink = () => {
+    clearInterval(timer);
+    timer = null;
+  };
+  return { check, unlink };
+}
+
+function engineError(err) {
+  if (err?.name === "AbortError") return new EngineAbortError();
+  const message = String(err?.message ?? err);
+  if (err instanceof RangeError || /Invalid typed array length/.test(message)) {
+    return new EngineBadOutputError(err);
+  }
+  return err instanceof Error ? err : new Error(message);
+}
+
+/** Copy a Pyodide proxy into plain JS (dicts become objects); leave JS values as they are. */
+function plain(value) {
+  if (value != null && typeof value.toJs === "function") {
+    // Values with no JS equivalent (say, a Python signal object) stay proxies, owned by us.
+    return value.toJs({ dict_converter: Object.fromEntries });
+  }
+  return value;
+}
+
+async function fetchModel(url, onProgress) {
+  let response;
+  try {
+    response = await fetch(url);
+  } catch (err) {
+    throw new Error(`could not fetch the model ${url}: ${err?.message ?? err}`, { cause: err });
+  }
+  if (!response.ok) {
+    throw new Error(`could not fetch the model ${url}: HTTP ${response.status} ${response.statusText}`.trimEnd());
+  }
+  const total = Number(response.headers.get("content-length")) || undefined;
+  if (!response.body) return response.blob();
+  const parts = [];
+  let loaded = 0;
+  onProgress?.({ loaded, total, phase: "model" });
+  for (const reader = response.body.getReader(); ; ) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    parts.push(value);
+    loaded += value.byteLength;
+    onProgress?.({ loaded, total, phase: "model" });
+  }
+  return new Blob(parts);
+}
+
+async function checkMagic(blob, label) {
+  const head = new Uint8Array(await blob.slice(0, 4).arrayBuffer());
+  if (!GGUF_MAGIC.every((byte, i) => head[i] === byte)) {
+    const seen = Array.from(head, (b) => b.toString(16).padStart(2, "0")).join(" ") || "nothing";
+    throw new Error(`${label} is not a GGUF file (it starts with ${seen}, not "GGUF")`);
+  }
+}
+
+/**
+ * wllama hangs for good when its wasm is missing (its worker's error report
+ * crashes), so look at the file's first bytes before handing it over.
+ */
+async function checkWasm(url) {
+  let response;
+  try {
+    // Only the first bytes: a whole fetch cut short would show as an aborted request, and a
+    // server without range support just sends the file (the browser caches it for wllama).
+    response = await fetch(url, { headers: { Range: "bytes=0-7" } });
+  } catch (err) {
+    throw new Error(`could not fetch wllama's wasm ${url}: ${err?.message ?? err}`, { cause: err });
+  }
+  if (!response.ok) {
+    throw new Error(`could not fetch wllama's wasm ${url}: HTTP ${response.status} ${response.statusText}`.trimEnd());
+  }
+  const value = new Uint8Array(await response.arrayBuffer()).subarray(0, WASM_MAGIC.length);
+  if (!WASM_MAGIC.every((byte, i) => value?.[i] === byte)) {
+    throw new Error(`${url} is not a WebAssembly file`);
+  }
+}
+
+function pageUrl() {
+  return globalThis.document?.baseURI ?? globalThis.location?.href;
+}
+
+const noop = () => {};
+// llama.cpp logs every request, and warns each time a prompt is repeated word for word.
+const QUIET_LOGGER = {
+  debug: noop,
+  log: noop,
+  warn: noop,
+  error: (...args) => console.error(...args),
+};

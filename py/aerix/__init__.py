@@ -9,9 +9,10 @@ from __future__ import annotations
 from .abort import Abort
 from .agent import Agent, Answer
 from .errors import AerixError
-from .events import Call, End, Event, Final, Result, Retry, Text, Turn, Usage
+from .events import Call, End, Event, Final, Result, Retry, Text, Turn, Usage, Waiting
 from .limits import Hooks, Limits
 from .model import Model
+from .runs import Decision, RunRecord
 from .tools import Tool, ToolContext, tool
 from .turn import parse_turn, system_message, turn_schema
 
@@ -23,6 +24,7 @@ __all__ = [
     "Agent",
     "Answer",
     "Call",
+    "Decision",
     "End",
     "Event",
     "Final",
@@ -31,11 +33,13 @@ __all__ = [
     "Model",
     "Result",
     "Retry",
+    "RunRecord",
     "Text",
     "Tool",
     "ToolContext",
     "Turn",
     "Usage",
+    "Waiting",
     "parse_turn",
     "system_message",
     "tool",

@@ -5,7 +5,8 @@ Each event is a frozen dataclass with a literal ``type`` and converts to a plain
 
 A run yields, per generation: ``text`` deltas, one ``usage``; then either ``retry`` (the turn was
 refused), or ``turn`` followed by ``call``/``result`` per call; and finally **exactly one ending**:
-``final`` or ``end``.
+``final`` or ``end``. A durable run may instead stop at a ``waiting`` event (an approval is
+pending) and give its remaining events, ending included, when it is resumed.
 """
 
 from __future__ import annotations
@@ -24,9 +25,11 @@ __all__ = [
     "Text",
     "Turn",
     "Usage",
+    "Waiting",
+    "event_from_dict",
 ]
 
-EndReason = Literal["turns", "retries", "abort", "error"]
+EndReason = Literal["turns", "retries", "abort", "error", "timeout", "tokens"]
 
 
 def _plain(value: Any) -> Any:
@@ -119,12 +122,37 @@ class Final(_EventBase):
 
 
 @dataclass(frozen=True)
+class Waiting(_EventBase):
+    """A durable run paused for a human: answer ``approval_id`` with ``Agent.approve``.
+
+    Not an ending: the run's iteration stops here and goes on once the approval is answered."""
+
+    run_id: str
+    approval_id: str
+    title: str
+    body: str | None
+    type: Literal["waiting"] = field(default="waiting", init=False)
+
+
+@dataclass(frozen=True)
 class End(_EventBase):
-    """The run's ending without an answer: ``reason`` is turns, retries, abort or error."""
+    """The run's ending without an answer: ``reason`` is turns, retries, abort, error, timeout or tokens."""
 
     reason: EndReason
     message: str
     type: Literal["end"] = field(default="end", init=False)
 
 
-Event = Union[Text, Usage, Turn, Call, Result, Retry, Final, End]
+Event = Union[Text, Usage, Turn, Call, Result, Retry, Waiting, Final, End]
+
+
+_BY_TYPE: dict[str, type] = {c.type: c for c in (Text, Usage, Turn, Call, Result, Retry, Waiting, Final, End)}  # type: ignore[attr-defined,misc]
+
+
+def event_from_dict(data: dict[str, Any]) -> Event:
+    """The event a ``to_dict()`` came from (durable runs store their ending this way)."""
+    cls = _BY_TYPE[data["type"]]
+    args = {k: v for k, v in data.items() if k != "type"}
+    if cls is Turn:
+        args["calls"] = tuple(event_from_dict(c) for c in args["calls"])  # type: ignore[misc]
+    return cls(**args)  # type: ignore[no-any-return]

@@ -29,18 +29,29 @@ class Limits:
     - ``max_tokens``: the cap sent to the engine for each generation.
     - ``result_chars``: a tool result longer than this is cut to it before the model sees it,
       with a note giving its full length. ``None``: never cut.
+    - ``timeout_s``: seconds the run may spend running (waiting for an approval or a dead page
+      does not count; a resumed run keeps counting from its checkpoint); checked before each
+      generation, on each streamed delta and before each tool call (ending reason ``timeout``).
+    - ``max_total_tokens``: prompt plus completion tokens over the run's generations; checked
+      before each generation (ending reason ``tokens``).
     """
 
     turns: int | None = 8
     retries: int = 2
     max_tokens: int = 512
     result_chars: int | None = 4000
+    timeout_s: float | None = None
+    max_total_tokens: int | None = None
 
     def __post_init__(self) -> None:
         _count("turns", self.turns, minimum=1, optional=True)
         _count("retries", self.retries, minimum=0, optional=False)
         _count("max_tokens", self.max_tokens, minimum=1, optional=False)
         _count("result_chars", self.result_chars, minimum=1, optional=True)
+        _count("max_total_tokens", self.max_total_tokens, minimum=1, optional=True)
+        t = self.timeout_s
+        if t is not None and (isinstance(t, bool) or not isinstance(t, (int, float)) or t <= 0):
+            raise AerixError("options", f"Limits.timeout_s must be a number of seconds > 0 or None, got {t!r}")
 
     @classmethod
     def of(cls, value: Limits | dict[str, Any] | None) -> Limits:
@@ -56,9 +67,10 @@ class Limits:
 class Hooks:
     """Points where the developer steers a run. Each is optional, sync or async, and awaited.
 
-    - ``before_call(call)``: return ``None`` to go on, ``{"deny": reason}`` to refuse the call
-      (its result becomes ``refused: <reason>``) or ``{"input": {...}}`` to replace its input
-      (checked again).
+    - ``before_call(call)`` or ``before_call(call, ctx)``: return ``None`` to go on,
+      ``{"deny": reason}`` to refuse the call (its result becomes ``refused: <reason>``) or
+      ``{"input": {...}}`` to replace its input (checked again). ``ctx`` is the call's
+      ``ToolContext`` (``await ctx.approve(...)`` asks a human, in a durable run).
     - ``after_call(call, result)``: sees every result (a ``Result`` event); may return
       ``{"result": text}`` to replace its text.
     - ``on_final(text)``: may return ``{"continue": text}`` to give the agent another turn with

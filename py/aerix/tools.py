@@ -11,7 +11,7 @@ import inspect
 import json
 import re
 import typing
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable, Literal
 
 from .errors import AerixError
@@ -44,11 +44,22 @@ class Field:
 
 @dataclass(frozen=True)
 class ToolContext:
-    """What a running tool gets besides its input: the run's ``signal`` and the ``call_id``."""
+    """What a running tool gets besides its input: the run's ``signal`` and the ``call_id``.
+
+    In a durable run (an Agent with a store), ``await ctx.approve(title, body)`` asks a human:
+    the run pauses in ``waiting`` and, once answered, the call runs again from its start and
+    ``approve`` returns the :class:`aerix.runs.Decision`.
+    """
 
     signal: Any
     call_id: str
     tool: str
+    approver: Callable[..., Any] | None = field(default=None, repr=False, compare=False)
+
+    async def approve(self, title: str, body: str | None = None, timeout_s: float = 86400) -> Any:
+        if self.approver is None:
+            raise AerixError("options", "approvals need a durable run: give the Agent a store")
+        return await self.approver(title, body, timeout_s)
 
 
 class Tool:
@@ -62,6 +73,9 @@ class Tool:
         invoke: Callable[[dict[str, Any], ToolContext], Any],
         validator: Any = None,
         keep_unset: bool = True,
+        effect: bool = False,
+        effect_key: Callable[[dict[str, Any]], str] | None = None,
+        already_applied: Callable[[str, dict[str, Any]], Any] | None = None,
     ) -> None:
         self.name = name
         self.description = description
@@ -69,6 +83,9 @@ class Tool:
         self._invoke = invoke
         self._validator = validator  # a pydantic model class, built lazily for field maps
         self._keep_unset = keep_unset
+        self.effect = effect
+        self.effect_key = effect_key
+        self.already_applied = already_applied
 
     def __repr__(self) -> str:
         return f"Tool(name={self.name!r}, fields={list(self.fields)})"
@@ -125,6 +142,9 @@ def tool(
     description: str | None = None,
     input: Any = None,
     run: Callable[..., Any] | None = None,
+    effect: bool = False,
+    effect_key: Callable[[dict[str, Any]], str] | None = None,
+    already_applied: Callable[[str, dict[str, Any]], Any] | None = None,
 ) -> Any:
     """Define a tool.
 
@@ -141,15 +161,22 @@ def tool(
         tool(name="weather", description="...", input=WeatherInput, run=...)  # a pydantic model
 
     ``@tool(name=..., description=...)`` also works as a decorator with overrides.
+
+    ``effect=True`` marks a tool with a side effect: in a durable run its result is recorded
+    under an effect key (``effect_key(input)``, default ``<run id>:<tool>:<sha256 of input>``)
+    and a resumed run reuses it instead of running the tool again. If the page died after the
+    effect but before the record, ``already_applied(key, input)`` is asked first when given:
+    a string (the result) or ``True`` means the effect happened. A throw is not recorded.
     """
+    effects = _check_effect(name, effect, effect_key, already_applied)
     if fn is not None:
         if run is not None or input is not None:
             raise AerixError("options", "tool(fn) takes the input from fn's signature; do not pass input= or run=")
-        return _from_function(fn, name=name, description=description)
+        return _from_function(fn, name=name, description=description, **effects)
     if run is None:
         if input is not None:
             raise AerixError("options", f"tool {name!r} has input= but no run=")
-        return lambda f: _from_function(f, name=name, description=description)
+        return lambda f: _from_function(f, name=name, description=description, **effects)
     name = _check_name(name)
     description = _check_description(name, description)
     if not callable(run):
@@ -157,9 +184,20 @@ def tool(
     invoke = _adapt_run(run)
     if input is not None and isinstance(input, type) and hasattr(input, "model_fields"):
         fields = _fields_from_model(name, input)
-        return Tool(name, description, fields, invoke, validator=input, keep_unset=True)
+        return Tool(name, description, fields, invoke, validator=input, keep_unset=True, **effects)
     fields = _fields_from_map(name, {} if input is None else input)
-    return Tool(name, description, fields, invoke, keep_unset=False)
+    return Tool(name, description, fields, invoke, keep_unset=False, **effects)
+
+
+def _check_effect(name: Any, effect: Any, effect_key: Any, already_applied: Any) -> dict[str, Any]:
+    if not isinstance(effect, bool):
+        raise AerixError("options", f"tool {name!r}: effect must be True or False, got {effect!r}")
+    for what, fn in (("effect_key", effect_key), ("already_applied", already_applied)):
+        if fn is not None and not callable(fn):
+            raise AerixError("options", f"tool {name!r}: {what} must be callable")
+        if fn is not None and not effect:
+            raise AerixError("options", f"tool {name!r}: {what} only applies to effect=True tools")
+    return {"effect": effect, "effect_key": effect_key, "already_applied": already_applied}
 
 
 # -- the three ways to describe fields ----------------------------------------------------
@@ -295,7 +333,7 @@ def _check_enum(where: str, kind: str, enum: Any) -> tuple[Any, ...] | None:
 # -- running -----------------------------------------------------------------------------
 
 
-def _from_function(fn: Callable[..., Any], *, name: str | None, description: str | None) -> Tool:
+def _from_function(fn: Callable[..., Any], *, name: str | None, description: str | None, **effects: Any) -> Tool:
     if not callable(fn):
         raise AerixError("options", f"@tool needs a function, got {type(fn).__name__}")
     name = _check_name(name or getattr(fn, "__name__", None))
@@ -305,7 +343,7 @@ def _from_function(fn: Callable[..., Any], *, name: str | None, description: str
     def invoke(input: dict[str, Any], ctx: ToolContext) -> Any:
         return fn(**input, ctx=ctx) if wants_ctx else fn(**input)
 
-    return Tool(name, description, fields, invoke, keep_unset=True)
+    return Tool(name, description, fields, invoke, keep_unset=True, **effects)
 
 
 def _adapt_run(run: Callable[..., Any]) -> Callable[[dict[str, Any], ToolContext], Any]:

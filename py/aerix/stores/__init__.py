@@ -1,0 +1,69 @@
+"""Where durable runs live. A store keeps run records and effect results, as JSON.
+
+    class Store(Protocol):
+        async def create_run(self, run: dict) -> dict      # or the existing run with its idempotency key
+        async def get_run(self, run_id: str) -> dict | None
+        async def save_run(self, run: dict) -> None         # replace the record with this id
+        async def list_runs(self) -> list[dict]             # oldest first
+        async def get_effect(self, key: str) -> str | None
+        async def put_effect(self, key: str, result: str) -> None
+
+Implementations: :class:`MemoryStore` (here), :class:`aerix.stores.sqlite.SQLiteStore`
+(CPython and Pyodide), :class:`aerix.stores.indexeddb.IndexedDBStore` (the page). Every one
+passes :mod:`aerix.stores.contract`, which you can run on a store of your own.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any, Protocol, runtime_checkable
+
+__all__ = ["MemoryStore", "Store"]
+
+
+@runtime_checkable
+class Store(Protocol):
+    async def create_run(self, run: dict[str, Any]) -> dict[str, Any]: ...
+    async def get_run(self, run_id: str) -> dict[str, Any] | None: ...
+    async def save_run(self, run: dict[str, Any]) -> None: ...
+    async def list_runs(self) -> list[dict[str, Any]]: ...
+    async def get_effect(self, key: str) -> str | None: ...
+    async def put_effect(self, key: str, result: str) -> None: ...
+
+
+class MemoryStore:
+    """A store in a dict: for tests, and for runs that need not outlive the process."""
+
+    def __init__(self) -> None:
+        self._runs: dict[str, dict[str, Any]] = {}
+        self._effects: dict[str, str] = {}
+
+    def __repr__(self) -> str:
+        return f"MemoryStore(runs={len(self._runs)}, effects={len(self._effects)})"
+
+    async def create_run(self, run: dict[str, Any]) -> dict[str, Any]:
+        key = run.get("idempotency_key")
+        if key is not None:
+            for existing in self._runs.values():
+                if existing.get("idempotency_key") == key:
+                    return copy.deepcopy(existing)
+        if run["id"] in self._runs:
+            return copy.deepcopy(self._runs[run["id"]])
+        self._runs[run["id"]] = copy.deepcopy(run)
+        return copy.deepcopy(run)
+
+    async def get_run(self, run_id: str) -> dict[str, Any] | None:
+        run = self._runs.get(run_id)
+        return copy.deepcopy(run) if run is not None else None
+
+    async def save_run(self, run: dict[str, Any]) -> None:
+        self._runs[run["id"]] = copy.deepcopy(run)
+
+    async def list_runs(self) -> list[dict[str, Any]]:
+        return [copy.deepcopy(r) for r in sorted(self._runs.values(), key=lambda r: (r.get("created_at", 0), r["id"]))]
+
+    async def get_effect(self, key: str) -> str | None:
+        return self._effects.get(key)
+
+    async def put_effect(self, key: str, result: str) -> None:
+        self._effects[key] = result

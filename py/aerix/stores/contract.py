@@ -1,0 +1,118 @@
+"""The contract every store keeps, as checks you can run on your own store.
+
+    from aerix.stores.contract import CHECKS, verify_store
+
+    await verify_store(lambda: MyStore(...))          # raises AssertionError naming the check
+
+    @pytest.mark.parametrize("check", CHECKS, ids=lambda c: c.__name__)
+    async def test_my_store(check):
+        await check(MyStore(...))                     # a fresh, empty store per check
+
+Each check takes a fresh, empty store and raises ``AssertionError`` when the store breaks the
+contract. Records are JSON: what goes in must come out equal, and later changes to the dict a
+caller holds must not reach the store.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Awaitable, Callable
+
+__all__ = ["CHECKS", "verify_store"]
+
+
+def _run(run_id: str, created_at: float = 1.0, key: str | None = None, **extra: Any) -> dict[str, Any]:
+    return {
+        "id": run_id,
+        "prompt": f"prompt of {run_id}",
+        "status": "queued",
+        "idempotency_key": key,
+        "created_at": created_at,
+        "updated_at": created_at,
+        "checkpoint": None,
+        "ending": None,
+        "approvals": {},
+        **extra,
+    }
+
+
+async def check_a_created_run_reads_back_equal(store: Any) -> None:
+    run = _run("r1", checkpoint={"messages": [{"role": "user", "content": "héllo ✓"}], "n": 1.5, "ok": True, "none": None})
+    created = await store.create_run(run)
+    assert created == run, "create_run must return the run it stored"
+    assert await store.get_run("r1") == run, "get_run must return what was stored"
+
+
+async def check_a_missing_run_is_none(store: Any) -> None:
+    assert await store.get_run("nope") is None
+
+
+async def check_the_same_idempotency_key_finds_the_first_run(store: Any) -> None:
+    first = await store.create_run(_run("r1", key="k"))
+    again = await store.create_run(_run("r2", created_at=2.0, key="k"))
+    assert again["id"] == first["id"] == "r1", "a second start with the same key must return the first run"
+    assert [r["id"] for r in await store.list_runs()] == ["r1"], "no second run may be made"
+    await store.create_run(_run("r3", created_at=3.0, key="other"))
+    assert [r["id"] for r in await store.list_runs()] == ["r1", "r3"]
+
+
+async def check_creating_an_existing_id_keeps_the_stored_run(store: Any) -> None:
+    await store.create_run(_run("r1", status="running"))
+    again = await store.create_run(_run("r1", status="queued"))
+    assert again["status"] == "running"
+    assert (await store.get_run("r1"))["status"] == "running"
+
+
+async def check_save_replaces_the_whole_record(store: Any) -> None:
+    await store.create_run(_run("r1"))
+    changed = _run("r1", status="waiting", checkpoint={"step": 2}, approvals={"a": {"id": "a", "decision": None}})
+    await store.save_run(changed)
+    assert await store.get_run("r1") == changed
+
+
+async def check_the_callers_dict_is_not_the_stored_one(store: Any) -> None:
+    run = _run("r1", checkpoint={"messages": []})
+    await store.create_run(run)
+    run["checkpoint"]["messages"].append({"role": "user", "content": "later"})
+    read = await store.get_run("r1")
+    assert read["checkpoint"]["messages"] == [], "the store must keep a copy, not the caller's dict"
+    read["status"] = "failed"
+    assert (await store.get_run("r1"))["status"] == "queued"
+
+
+async def check_runs_are_listed_oldest_first(store: Any) -> None:
+    for run_id, t in (("b", 2.0), ("c", 3.0), ("a", 1.0)):
+        await store.create_run(_run(run_id, created_at=t))
+    assert [r["id"] for r in await store.list_runs()] == ["a", "b", "c"]
+
+
+async def check_effects_are_kept_by_key(store: Any) -> None:
+    assert await store.get_effect("run:tool:abc") is None
+    await store.put_effect("run:tool:abc", "sent ✓")
+    assert await store.get_effect("run:tool:abc") == "sent ✓"
+    assert await store.get_effect("run:tool:abd") is None
+    await store.put_effect("run:tool:abc", "")
+    assert await store.get_effect("run:tool:abc") == "", "an empty result is a result, not a missing one"
+
+
+CHECKS: tuple[Callable[[Any], Awaitable[None]], ...] = (
+    check_a_created_run_reads_back_equal,
+    check_a_missing_run_is_none,
+    check_the_same_idempotency_key_finds_the_first_run,
+    check_creating_an_existing_id_keeps_the_stored_run,
+    check_save_replaces_the_whole_record,
+    check_the_callers_dict_is_not_the_stored_one,
+    check_runs_are_listed_oldest_first,
+    check_effects_are_kept_by_key,
+)
+
+
+async def verify_store(make_store: Callable[[], Any]) -> None:
+    """Run every check, each on a fresh store from ``make_store`` (which may be async)."""
+    for check in CHECKS:
+        store = make_store()
+        if hasattr(store, "__await__"):
+            store = await store
+        try:
+            await check(store)
+        except AssertionError as e:
+            raise AssertionError(f"{check.__name__}: {e}") from None

@@ -22,6 +22,7 @@
  */
 
 import { loadEngine } from "./engine.mjs";
+import { openStore } from "./store.mjs";
 
 const HERE = new URL("./", import.meta.url);
 
@@ -55,7 +56,7 @@ export async function boot({ model, base = HERE, engine: engineOptions = {}, onP
   }).then((e) => (time("engine"), e));
   // Both must succeed; if either fails, report that failure rather than hang on the other.
   const [pyodide, eng] = await Promise.all([python, engine]);
-  pyodide.registerJsModule("aerix_page", { engine: eng });
+  pyodide.registerJsModule("aerix_page", { engine: eng, openStore });
   const page = pyodide.pyimport("aerix.page");
   const jsModel = pyodide.pyimport("aerix.engines.js").JsModel(eng);
   time("ready");
@@ -64,7 +65,7 @@ export async function boot({ model, base = HERE, engine: engineOptions = {}, onP
     engine: eng,
     timings,
     /** Build an agent; the options are those of `aerix.Agent`, in camelCase where they differ. */
-    agent: (options = {}) => wrapAgent(page.create_agent(jsModel, options)),
+    agent: (options = {}) => wrapAgent(page.create_agent(jsModel, options), !!(options.durable || options.store)),
   };
 }
 
@@ -88,30 +89,59 @@ async function loadPython(root, time) {
   return pyodide;
 }
 
-function wrapAgent(py) {
+// Durable agents of this page, told when it goes away so their running run is marked
+// interrupted (best effort: the next boot's recover() catches what this misses).
+const durableAgents = new Set();
+globalThis.addEventListener?.("pagehide", () => {
+  for (const py of durableAgents) py.interrupt();
+});
+
+/** A Python async iterator of events as a JS one; leaving the loop early closes the Python side. */
+async function* events(stream) {
+  let done = false;
+  try {
+    for await (const ev of stream) yield ev;
+    done = true;
+  } finally {
+    if (!done) await stream.return?.();
+    stream.destroy?.();
+  }
+}
+
+function ending(events) {
+  const last = events[events.length - 1];
+  if (last.type === "final") return { text: last.text, thought: last.thought ?? null, events };
+  const why = last.type === "waiting" ? `the run waits for approval ${last.approvalId}: ${last.title}` : `the run ended without an answer (${last.reason}): ${last.message}`;
+  const error = new Error(why);
+  error.name = "AerixEndError";
+  throw Object.assign(error, { reason: last.type === "waiting" ? "waiting" : last.reason, events });
+}
+
+function wrapAgent(py, durable) {
+  if (durable) durableAgents.add(py);
   return {
-    /** An async iterator of events; stop it with `{ signal }` (an AbortSignal) or by breaking out. */
-    async *run(prompt, { signal } = {}) {
-      const stream = py.run(prompt, signal ?? null);
-      let done = false;
-      try {
-        for await (const ev of stream) yield ev;
-        done = true;
-      } finally {
-        if (!done) await stream.return?.();
-        stream.destroy?.();
-      }
-    },
+    /**
+     * An async iterator of events; stop it with `{ signal }` (an AbortSignal) or by breaking out.
+     * A durable agent also takes `{ runId, idempotencyKey }`.
+     */
+    run: (prompt, { signal, runId, idempotencyKey } = {}) => events(py.run(prompt, signal ?? null, runId ?? null, idempotencyKey ?? null)),
     /** Run to the ending: `{ text, thought, events }` on a final; otherwise throws with `reason` and `events`. */
-    async ask(prompt, { signal } = {}) {
-      const events = [];
-      for await (const ev of this.run(prompt, { signal })) events.push(ev);
-      const last = events[events.length - 1];
-      if (last.type === "final") return { text: last.text, thought: last.thought ?? null, events };
-      const error = new Error(`the run ended without an answer (${last.reason}): ${last.message}`);
-      error.name = "AerixEndError";
-      return Promise.reject(Object.assign(error, { reason: last.reason, events }));
+    async ask(prompt, options = {}) {
+      const all = [];
+      for await (const ev of this.run(prompt, options)) all.push(ev);
+      return ending(all);
     },
+    // -- durable runs (agents made with `durable: true` or a `store`) --
+    /** Create a run (or find the one with this idempotency key); `resume` runs it. */
+    start: (prompt, { runId, idempotencyKey } = {}) => py.start(prompt, runId ?? null, idempotencyKey ?? null),
+    /** Continue a run from its last checkpoint; a run already ended gives its ending. */
+    resume: (runId, { signal } = {}) => events(py.resume(runId, signal ?? null)),
+    /** Answer a waiting run's approval and continue it. */
+    approve: (runId, approvalId, approved, { reason, signal } = {}) => events(py.approve(runId, approvalId, approved, reason ?? null, signal ?? null)),
+    /** Every run in the store, oldest first: `{id, prompt, status, approval, ending, ...}`. */
+    runs: () => py.runs(),
+    /** After a reload: runs left running are marked interrupted; returns those that can be resumed. */
+    recover: () => py.recover(),
     reset: () => py.reset(),
     get messages() {
       return py.messages();

@@ -60,42 +60,52 @@ try {
   const t = aerix.timings;
   $("progress").value = 1;
   $("status").textContent = "Ready.";
-  $("timings").textContent = `python ${t.python} ms · packages ${t.packages} ms · imports ${t.imports} ms · engine ${t.engine} ms · ready ${t.ready} ms`;
+  $("timings").textContent = `ready in ${t.ready} ms (python ${t.python} · packages ${t.packages} · imports ${t.imports} · engine ${t.engine}, in parallel)`;
   const info = aerix.engine.info;
-  $("model").textContent = `Model ${MODEL} · vocab ${info.n_vocab} · ctx ${info.n_ctx} · threads ${info.n_threads} · ${crossOriginIsolated ? "cross-origin isolated" : "not isolated"}`;
-  $("run").disabled = false;
-  window.demo.ready = true;
+  $("model").textContent = `Model ${MODEL} · vocab ${info.n_vocab} · ctx ${info.n_ctx} · threads ${info.n_threads} · ${crossOriginIsolated ? "cross-origin isolated" : "not isolated"} · runs kept in IndexedDB`;
   window.demo.timings = t;
 } catch (e) {
   $("status").textContent = `Could not start: ${e.message}`;
   window.demo.error = String(e.message || e);
 }
 
+// One durable agent per setting of the constraint box; runs live in IndexedDB, so a reload can
+// resume them. The approval box is read at each call, so a waiting run keeps its gate.
+const agents = new Map();
+function agentFor(constrain) {
+  if (!agents.has(constrain)) {
+    agents.set(
+      constrain,
+      aerix.agent({
+        instructions: "You are a helpful assistant. Use the tools when they help.",
+        tools,
+        limits: { turns: 6, retries: 2, maxTokens: 256 },
+        generation: { temperature: 0.7 },
+        constrain,
+        durable: true,
+        hooks: {
+          beforeCall: async (call, ctx) => {
+            if (!$("approve").checked) return null;
+            const decision = await ctx.approve(`Run ${call.tool}?`, JSON.stringify(call.input));
+            return decision.approved ? null : { deny: decision.reason || "you said no" };
+          },
+        },
+      }),
+    );
+  }
+  return agents.get(constrain);
+}
+
 let controller = null;
 
-$("ask").addEventListener("submit", async (event) => {
-  event.preventDefault();
-  if (!aerix || window.demo.running) return;
-  const prompt = $("prompt").value.trim();
-  if (!prompt) return;
-  $("log").replaceChildren();
-  transcript.length = 0;
+/** Show a run's events as they come; a waiting run ends in an approval card. */
+async function show(agent, events) {
   window.demo.running = true;
   $("run").disabled = true;
   $("stop").disabled = false;
-  controller = new AbortController();
-  const agent = aerix.agent({
-    instructions: "You are a helpful assistant. Use the tools when they help.",
-    tools,
-    limits: { turns: 6, retries: 2, maxTokens: 256 },
-    generation: { temperature: 0.7, seed: 1 },
-    constrain: $("constrain").checked,
-  });
-  card("prompt", "You", prompt);
   let stream = null;
-  let usageLine = null;
   try {
-    for await (const ev of agent.run(prompt, { signal: controller.signal })) {
+    for await (const ev of events) {
       transcript.push(ev);
       if (ev.type === "text") {
         stream ??= card("stream", "Model (streaming)", "");
@@ -104,10 +114,10 @@ $("ask").addEventListener("submit", async (event) => {
       }
       stream = null;
       if (ev.type === "usage") {
-        usageLine = document.createElement("div");
-        usageLine.className = "usage";
-        usageLine.textContent = `prompt ${ev.promptTokens} tokens (cached ${ev.cachedTokens}) → ${ev.completionTokens} tokens`;
-        $("log").append(usageLine);
+        const line = document.createElement("div");
+        line.className = "usage";
+        line.textContent = `prompt ${ev.promptTokens} tokens (cached ${ev.cachedTokens}) → ${ev.completionTokens} tokens`;
+        $("log").append(line);
       } else if (ev.type === "turn") {
         if (ev.thought) card("thought", `Turn ${ev.turn} · thought`, ev.thought);
       } else if (ev.type === "call") {
@@ -116,6 +126,8 @@ $("ask").addEventListener("submit", async (event) => {
         card(`result${ev.error ? " error" : ""}`, `Result ${ev.id} · ${ev.tool}`, ev.text);
       } else if (ev.type === "retry") {
         card("retry", `Retry after turn ${ev.turn}`, ev.reason);
+      } else if (ev.type === "waiting") {
+        approvalCard(agent, { runId: ev.runId, id: ev.approvalId, title: ev.title, body: ev.body });
       } else if (ev.type === "final") {
         card("final", "Answer", ev.text);
       } else if (ev.type === "end") {
@@ -129,6 +141,64 @@ $("ask").addEventListener("submit", async (event) => {
     $("run").disabled = false;
     $("stop").disabled = true;
   }
+}
+
+function approvalCard(agent, approval) {
+  const el = card("waiting", `Waiting for you · ${approval.title}`, approval.body ?? "");
+  el.dataset.approval = approval.id;
+  const row = document.createElement("div");
+  row.className = "choices";
+  for (const [label, approved] of [["Approve", true], ["Deny", false]]) {
+    const button = document.createElement("button");
+    button.type = "button";
+    button.textContent = label;
+    button.className = approved ? "approve" : "deny";
+    button.addEventListener("click", () => {
+      row.remove();
+      el.querySelector("h3").textContent = `${approved ? "Approved" : "Denied"} · ${approval.title}`;
+      controller = new AbortController();
+      show(agent, agent.approve(approval.runId, approval.id, approved, { signal: controller.signal }));
+    });
+    row.append(button);
+  }
+  el.append(row);
+}
+
+$("ask").addEventListener("submit", async (event) => {
+  event.preventDefault();
+  if (!aerix || window.demo.running) return;
+  const prompt = $("prompt").value.trim();
+  if (!prompt) return;
+  $("log").replaceChildren();
+  transcript.length = 0;
+  controller = new AbortController();
+  const agent = agentFor($("constrain").checked);
+  card("prompt", "You", prompt);
+  await show(agent, agent.run(prompt, { signal: controller.signal }));
 });
 
 $("stop").addEventListener("click", () => controller?.abort());
+
+// Runs a reload, a closed tab or a crash left behind: offer to go on with them.
+if (aerix) {
+  const agent = agentFor(true);
+  for (const run of await agent.recover()) {
+    if (run.approval) {
+      card("prompt", `Earlier run · ${run.status}`, run.prompt);
+      approvalCard(agent, { runId: run.id, ...run.approval });
+    } else {
+      const el = card("interrupted", `Interrupted run · ${run.status}`, run.prompt);
+      const button = document.createElement("button");
+      button.type = "button";
+      button.textContent = "Resume";
+      button.addEventListener("click", () => {
+        el.remove();
+        controller = new AbortController();
+        show(agent, agent.resume(run.id, { signal: controller.signal }));
+      });
+      el.append(button);
+    }
+  }
+  $("run").disabled = false;
+  window.demo.ready = true;
+}

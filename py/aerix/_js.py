@@ -13,7 +13,7 @@ from typing import Any, AsyncIterator, Callable
 
 from .errors import AerixError
 
-__all__ = ["IN_PYODIDE", "call_js", "iterate_js", "js_error", "js_module", "to_js", "to_py"]
+__all__ = ["IN_PYODIDE", "FetchStream", "call_js", "fetch_stream", "iterate_js", "js_callable", "js_error", "js_module", "js_signal", "to_js", "to_py"]
 
 IN_PYODIDE = sys.platform == "emscripten"
 
@@ -99,6 +99,13 @@ def js_signal(signal: Any) -> tuple[Any, Callable[[], None]]:
     return proxy, proxy.destroy
 
 
+def js_callable(fn: Callable[..., Any]) -> tuple[Any, Callable[[], None]]:
+    """A Python function JavaScript can call (an async one returns a Promise), and its release."""
+    _require()
+    proxy = create_proxy(fn)
+    return proxy, proxy.destroy
+
+
 def js_module(name: str) -> Any:
     """A JavaScript module the page registered with ``pyodide.registerJsModule``."""
     _require()
@@ -108,3 +115,55 @@ def js_module(name: str) -> Any:
         return importlib.import_module(name)
     except ImportError:
         raise AerixError("options", f"no JavaScript module {name!r}: boot the page with aerix.mjs first") from None
+
+
+class FetchStream:
+    """A ``fetch`` response whose body has not been read: status, headers, then its chunks."""
+
+    def __init__(self, response: Any, controller: Any) -> None:
+        self.status = int(response.status)
+        self.reason = str(response.statusText or "")
+        self.headers = {str(k).lower(): str(v) for k, v in js.Object.fromEntries(response.headers).to_py().items()}
+        self._response = response
+        self._controller = controller
+        self._reader: Any = None
+
+    async def chunks(self) -> AsyncIterator[bytes]:
+        """The body as it arrives, one ``Uint8Array`` at a time, as bytes."""
+        body = self._response.body
+        if body is None:
+            return
+        self._reader = body.getReader()
+        while True:
+            try:
+                step = await self._reader.read()
+            except JsException as e:
+                raise js_error(e) from None
+            if step.done:
+                return
+            yield step.value.to_bytes()
+
+    async def close(self) -> None:
+        """Stop the download: the reader is cancelled and the request aborted, so the server sees it go."""
+        try:
+            if self._reader is not None:
+                await self._reader.cancel()
+            elif self._response.body is not None and not self._response.bodyUsed:
+                await self._response.body.cancel()
+        except JsException:
+            pass  # already finished or failed: nothing left to stop
+        finally:
+            self._controller.abort()
+
+
+async def fetch_stream(method: str, url: str, headers: dict[str, str], body: bytes, fetch: Any = None) -> FetchStream:
+    """Start a request with ``fetch`` (the page's, or the one given); return once headers are in."""
+    _require()
+    controller = js.AbortController.new()
+    init = to_js({"method": method, "headers": headers, "body": body.decode("utf-8") if body else None})
+    init.signal = controller.signal
+    try:
+        response = await (js.fetch(url, init) if fetch is None else fetch(url, init))
+    except JsException as e:
+        raise js_error(e) from None
+    return FetchStream(response, controller)

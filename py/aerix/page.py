@@ -2,24 +2,34 @@
 
 Options arrive as JavaScript objects: tools and hooks may be JavaScript functions, names may be
 camelCase (``maxTokens``, ``beforeCall``). Events leave as plain JavaScript objects with
-camelCase keys (``promptTokens``), the shape of aerix.js events.
+camelCase keys (``promptTokens``), the shape of aerix.js events. ``durable: true`` keeps runs in
+IndexedDB (``store:`` takes a store object of your own); JS tools and hooks then get
+``ctx.approve(title, body, timeoutS)``.
 """
 
 from __future__ import annotations
 
 from typing import Any, AsyncIterator
 
-from ._js import call_js, to_js, to_py
+from ._js import call_js, js_callable, to_js, to_py
 from .agent import Agent
+from .durable import WaitingForApproval
 from .errors import AerixError
 from .events import Event
-from .tools import tool
+from .runs import RunRecord
+from .tools import ToolContext, tool
 
 __all__ = ["PageAgent", "create_agent", "event_to_js_dict"]
 
-_LIMIT_NAMES = {"maxTokens": "max_tokens", "resultChars": "result_chars"}
+_LIMIT_NAMES = {"maxTokens": "max_tokens", "resultChars": "result_chars", "timeoutS": "timeout_s", "maxTotalTokens": "max_total_tokens"}
 _HOOK_NAMES = {"beforeCall": "before_call", "afterCall": "after_call", "onFinal": "on_final"}
-_EVENT_KEYS = {"prompt_tokens": "promptTokens", "completion_tokens": "completionTokens", "cached_tokens": "cachedTokens"}
+_EVENT_KEYS = {
+    "prompt_tokens": "promptTokens",
+    "completion_tokens": "completionTokens",
+    "cached_tokens": "cachedTokens",
+    "run_id": "runId",
+    "approval_id": "approvalId",
+}
 
 
 def event_to_js_dict(event: Event) -> dict[str, Any]:
@@ -33,9 +43,30 @@ class PageAgent:
     def __init__(self, agent: Agent) -> None:
         self.agent = agent
 
-    def run(self, prompt: str, signal: Any = None) -> AsyncIterator[Any]:
-        stream = self.agent.run(str(prompt), signal)  # a JS AbortSignal is read through .aborted as it is
-        return self._convert(stream)
+    def run(self, prompt: str, signal: Any = None, run_id: Any = None, idempotency_key: Any = None) -> AsyncIterator[Any]:
+        # a JS AbortSignal is read through .aborted as it is
+        extra = {k: str(v) for k, v in (("run_id", to_py(run_id)), ("idempotency_key", to_py(idempotency_key))) if v is not None}
+        return self._convert(self.agent.run(str(prompt), signal, **extra))
+
+    def resume(self, run_id: str, signal: Any = None) -> AsyncIterator[Any]:
+        return self._convert(self.agent.resume(str(run_id), signal))
+
+    def approve(self, run_id: str, approval_id: str, approved: bool, reason: Any = None, signal: Any = None) -> AsyncIterator[Any]:
+        reason = to_py(reason)
+        return self._convert(self.agent.approve(str(run_id), str(approval_id), bool(approved), None if reason is None else str(reason), signal))
+
+    async def start(self, prompt: str, run_id: Any = None, idempotency_key: Any = None) -> Any:
+        run_id, key = to_py(run_id), to_py(idempotency_key)
+        return to_js(run_view(await self.agent.start(str(prompt), run_id, key)))
+
+    async def runs(self) -> Any:
+        return to_js([run_view(r) for r in await self.agent.runs()])
+
+    async def recover(self) -> Any:
+        return to_js([run_view(r) for r in await self.agent.recover()])
+
+    async def interrupt(self) -> None:
+        await self.agent.interrupt()
 
     async def _convert(self, stream: AsyncIterator[Event]) -> AsyncIterator[Any]:
         try:
@@ -57,16 +88,45 @@ class PageAgent:
         return to_js(self.agent.schema)
 
 
+def run_view(record: RunRecord) -> dict[str, Any]:
+    """What the page shows of a run: no conversation, the pending approval spelled out."""
+    pending = record.pending_approval()
+    return {
+        "id": record.id,
+        "prompt": record.prompt,
+        "status": record.status,
+        "idempotencyKey": record.idempotency_key,
+        "createdAt": record.created_at,
+        "updatedAt": record.updated_at,
+        "ending": record.ending,
+        "approval": None
+        if pending is None
+        else {
+            "id": pending["id"],
+            "callId": pending["call_id"],
+            "title": pending["title"],
+            "body": pending["body"],
+            "createdAt": pending["created_at"],
+            "timeoutS": pending["timeout_s"],
+        },
+    }
+
+
 def create_agent(model: Any, options: Any) -> PageAgent:
-    """Build an Agent from the JS options ``{instructions, tools, limits, hooks, generation, constrain}``."""
+    """Build an Agent from the JS options ``{instructions, tools, limits, hooks, generation, constrain, durable, store}``."""
     opts = _dict(options, "agent options")
-    known = {"instructions", "tools", "limits", "hooks", "generation", "constrain"}
+    known = {"instructions", "tools", "limits", "hooks", "generation", "constrain", "durable", "store"}
     unknown = sorted(set(opts) - known)
     if unknown:
         raise AerixError("options", f"unknown agent option(s) {unknown}; known: {sorted(known)}")
     tools = [_js_tool(t) for t in (opts.get("tools") or [])]
     limits = {_LIMIT_NAMES.get(k, k): v for k, v in _dict(opts.get("limits"), "limits").items()}
     hooks = {_HOOK_NAMES.get(k, k): _js_hook(k, fn) for k, fn in _dict(opts.get("hooks"), "hooks").items()}
+    store = None
+    if opts.get("store") is not None or opts.get("durable"):
+        from .stores.indexeddb import IndexedDBStore
+
+        store = IndexedDBStore(opts.get("store"))
     agent = Agent(
         model=model,
         instructions=opts.get("instructions") or "",
@@ -75,6 +135,7 @@ def create_agent(model: Any, options: Any) -> PageAgent:
         generation=_dict(opts.get("generation"), "generation") or None,
         constrain=opts.get("constrain", True),
         hooks=hooks,
+        store=store,
     )
     return PageAgent(agent)
 
@@ -93,11 +154,23 @@ def _js_tool(spec: Any) -> Any:
     run = spec.get("run")
     if run is None or not callable(run):
         raise AerixError("options", f"tool {spec.get('name')!r} needs a run function")
+    effect = bool(spec.get("effect", False))
+    applied = spec.get("alreadyApplied")
 
-    async def run_js(input: dict[str, Any], ctx: Any) -> Any:
-        return await call_js(run, input, {"signal": ctx.signal, "callId": ctx.call_id})
+    async def run_js(input: dict[str, Any], ctx: ToolContext) -> Any:
+        return await _with_js_ctx(ctx, lambda js_ctx: call_js(run, input, js_ctx))
 
-    return tool(name=spec.get("name"), description=spec.get("description"), input=spec.get("input") or {}, run=run_js)
+    async def already_applied(key: str, input: dict[str, Any]) -> Any:
+        return await call_js(applied, key, input)
+
+    return tool(
+        name=spec.get("name"),
+        description=spec.get("description"),
+        input=spec.get("input") or {},
+        run=run_js,
+        effect=effect,
+        already_applied=already_applied if applied is not None else None,
+    )
 
 
 def _js_hook(name: str, fn: Any) -> Any:
@@ -107,7 +180,40 @@ def _js_hook(name: str, fn: Any) -> Any:
         raise AerixError("options", f"hook {name} must be a function")
 
     async def hook(*args: Any) -> Any:
-        return await call_js(fn, *(a.to_dict() if hasattr(a, "to_dict") else a for a in args))
+        plain = [a.to_dict() if hasattr(a, "to_dict") else a for a in args if not isinstance(a, ToolContext)]
+        ctx = next((a for a in args if isinstance(a, ToolContext)), None)
+        if ctx is None:
+            return await call_js(fn, *plain)
+        return await _with_js_ctx(ctx, lambda js_ctx: call_js(fn, *plain, js_ctx))
 
     hook.__name__ = name
     return hook
+
+
+async def _with_js_ctx(ctx: ToolContext, call: Any) -> Any:
+    """Call into JavaScript with ``{signal, callId, approve}``.
+
+    ``approve`` pauses the run by raising through the JS code; JavaScript would turn that into
+    an ordinary error, so the pause is kept here and raised again once the JS call returns."""
+    waiting: list[WaitingForApproval] = []
+
+    async def approve(title: Any, body: Any = None, timeout_s: Any = None) -> Any:
+        try:
+            decision = await ctx.approve(str(title), None if to_py(body) is None else str(body), float(to_py(timeout_s) or 86400))
+        except WaitingForApproval as w:
+            waiting.append(w)
+            raise RuntimeError(f"the run waits for approval {w.approval['id']}") from None
+        return to_js({"approved": decision.approved, "reason": decision.reason})
+
+    proxy, release = js_callable(approve)
+    try:
+        value = await call({"signal": ctx.signal, "callId": ctx.call_id, "approve": proxy})
+    except BaseException:
+        if waiting:
+            raise waiting[0] from None
+        raise
+    finally:
+        release()
+    if waiting:  # the JS code caught the pause and went on: the run still waits
+        raise waiting[0]
+    return value

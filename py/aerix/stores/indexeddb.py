@@ -1,0 +1,42 @@
+"""A store in the page's IndexedDB, through ``web/store.mjs`` (the page's default store)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .._js import call_js, js_module
+
+__all__ = ["IndexedDBStore"]
+
+
+class IndexedDBStore:
+    """Runs and effects in IndexedDB: they survive reloads, closed tabs and sleeping laptops.
+
+    ``IndexedDBStore()`` opens the database ``"aerix"`` through the page that ``aerix.mjs``
+    booted; ``IndexedDBStore(js_store)`` wraps a store object made in JavaScript.
+    """
+
+    def __init__(self, js_store: Any = None, name: str = "aerix") -> None:
+        self._js = js_store if js_store is not None else js_module("aerix_page").openStore(name)
+        self.name = str(getattr(self._js, "name", name))
+
+    def __repr__(self) -> str:
+        return f"IndexedDBStore({self.name!r})"
+
+    async def create_run(self, run: dict[str, Any]) -> dict[str, Any]:
+        return await call_js(self._js.createRun, run)  # type: ignore[no-any-return]
+
+    async def get_run(self, run_id: str) -> dict[str, Any] | None:
+        return await call_js(self._js.getRun, run_id)  # type: ignore[no-any-return]
+
+    async def save_run(self, run: dict[str, Any]) -> None:
+        await call_js(self._js.saveRun, run)
+
+    async def list_runs(self) -> list[dict[str, Any]]:
+        return await call_js(self._js.listRuns)  # type: ignore[no-any-return]
+
+    async def get_effect(self, key: str) -> str | None:
+        return await call_js(self._js.getEffect, key)  # type: ignore[no-any-return]
+
+    async def put_effect(self, key: str, result: str) -> None:
+        await call_js(self._js.putEffect, key, result)

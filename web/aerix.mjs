@@ -18,6 +18,13 @@
  * Python that runs in the same Pyodide (`aerix.pyodide.runPythonAsync`) gets the engine with
  * `from aerix.engines.js import page_model`.
  *
+ * The same agents run against an OpenAI-compatible server instead of the in-page engine:
+ *
+ *   const aerix = await boot({ engine: { baseUrl: "http://127.0.0.1:8080/v1", model: "qwen", apiKey } });
+ *
+ * Then no wllama and no GGUF are loaded; every generation is a streamed `fetch` from Python
+ * (`aerix.OpenAIModel`), and the server must allow this page's origin (CORS).
+ *
  * @module aerix
  */
 
@@ -30,15 +37,19 @@ const HERE = new URL("./", import.meta.url);
  * Boot Python and the engine in parallel.
  *
  * @param {object} options
- * @param {string|Blob} options.model a GGUF file: a URL (any GGUF you host) or a Blob.
+ * @param {string|Blob} [options.model] a GGUF file: a URL (any GGUF you host) or a Blob; not
+ *   needed with `engine.baseUrl`.
  * @param {string|URL} [options.base] where the site's files are (default: next to this module).
- * @param {object} [options.engine] options for `loadEngine` (nCtx, nThreads, nGpuLayers, seed, recorder).
+ * @param {object} [options.engine] options for `loadEngine` (nCtx, nThreads, nGpuLayers, seed, recorder);
+ *   or, for an OpenAI-compatible server, `{ baseUrl, model, apiKey, params }`: `baseUrl` includes
+ *   `/v1`, `model` is the name the server knows, `params` more body fields for every request.
  * @param {(p: {phase: string, loaded?: number, total?: number, ms?: number}) => void} [options.onProgress]
  *   phases: "python", "packages", "imports" (each with `ms` when done) and "model" (bytes).
  * @returns {Promise<{pyodide: object, engine: object, agent: Function, timings: object}>}
  */
 export async function boot({ model, base = HERE, engine: engineOptions = {}, onProgress = () => {} } = {}) {
-  if (model === undefined || model === null) throw new Error("boot({ model }) needs a model: a GGUF URL or a Blob");
+  const server = engineOptions?.baseUrl ? engineOptions : null;
+  if (!server && (model === undefined || model === null)) throw new Error("boot({ model }) needs a model: a GGUF URL or a Blob");
   const root = new URL(base, location.href);
   const started = performance.now();
   const timings = {};
@@ -48,17 +59,21 @@ export async function boot({ model, base = HERE, engine: engineOptions = {}, onP
     onProgress({ phase, ms });
   };
   const python = loadPython(root, time);
-  const engine = loadEngine({
-    wllamaBase: new URL("wllama/", root).href,
-    ...engineOptions,
-    model: typeof model === "string" ? new URL(model, location.href).href : model,
-    onProgress: (p) => onProgress(p),
-  }).then((e) => (time("engine"), e));
+  const engine = (
+    server
+      ? openServer(server)
+      : loadEngine({
+          wllamaBase: new URL("wllama/", root).href,
+          ...engineOptions,
+          model: typeof model === "string" ? new URL(model, location.href).href : model,
+          onProgress: (p) => onProgress(p),
+        })
+  ).then((e) => (time("engine"), e));
   // Both must succeed; if either fails, report that failure rather than hang on the other.
   const [pyodide, eng] = await Promise.all([python, engine]);
-  pyodide.registerJsModule("aerix_page", { engine: eng, openStore });
+  const jsModel = server ? serverModel(pyodide, eng, server) : pyodide.pyimport("aerix.engines.js").JsModel(eng);
+  pyodide.registerJsModule("aerix_page", { engine: eng, openStore, ...(server ? { server: jsModel } : {}) });
   const page = pyodide.pyimport("aerix.page");
-  const jsModel = pyodide.pyimport("aerix.engines.js").JsModel(eng);
   time("ready");
   return {
     pyodide,
@@ -67,6 +82,32 @@ export async function boot({ model, base = HERE, engine: engineOptions = {}, onP
     /** Build an agent; the options are those of `aerix.Agent`, in camelCase where they differ. */
     agent: (options = {}) => wrapAgent(page.create_agent(jsModel, options), !!(options.durable || options.store)),
   };
+}
+
+/**
+ * An OpenAI-compatible server in place of the engine: reachable from this page (CORS
+ * included) and what it serves, from `GET {baseUrl}/models`. The key is not kept here.
+ */
+async function openServer({ baseUrl, model, apiKey }) {
+  if (typeof model !== "string" || !model) {
+    throw new Error("boot({ engine: { baseUrl, model } }) needs the name of a model the server serves");
+  }
+  const url = new URL(baseUrl, location.href).href.replace(/\/+$/, "");
+  let response;
+  try {
+    response = await fetch(`${url}/models`, { headers: apiKey ? { Authorization: `Bearer ${apiKey}` } : {} });
+  } catch (error) {
+    throw new Error(`could not reach the server at ${url} (${error.message}): is it running, and does it allow this page's origin (CORS)?`);
+  }
+  if (!response.ok) throw new Error(`the server at ${url} answered ${response.status} ${response.statusText} to GET /models`);
+  const listed = await response.json().catch(() => ({}));
+  return { kind: "openai", baseUrl: url, model, models: (listed.data ?? []).map((m) => m.id) };
+}
+
+/** `aerix.OpenAIModel` on that server: Python streams each generation through the page's fetch. */
+function serverModel(pyodide, eng, { apiKey, params }) {
+  const { OpenAIModel } = pyodide.pyimport("aerix.engines.openai");
+  return OpenAIModel.callKwargs(eng.baseUrl, eng.model, { api_key: apiKey ?? null, params: params ? pyodide.toPy(params) : null });
 }
 
 async function loadPython(root, time) {

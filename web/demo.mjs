@@ -5,6 +5,8 @@ import { boot } from "./aerix.mjs";
 const $ = (id) => document.getElementById(id);
 const params = new URLSearchParams(location.search);
 const MODEL = params.get("model") || "./models/tiny.gguf";
+// ?baseUrl=http://127.0.0.1:8080/v1&serverModel=NAME: the same demo on an OpenAI-compatible server
+const SERVER = params.get("baseUrl") ? { baseUrl: params.get("baseUrl"), model: params.get("serverModel") || "default" } : null;
 
 const CITIES = { lisbon: [19, "showers"], porto: [16, "rain"], paris: [14, "cloudy"], oslo: [3, "snow"], rome: [24, "sunny"] };
 
@@ -51,7 +53,7 @@ function card(kind, title, body) {
 let aerix;
 try {
   aerix = await boot({
-    model: MODEL,
+    ...(SERVER ? { engine: SERVER } : { model: MODEL }),
     onProgress: (p) => {
       if (p.phase === "model" && p.total) $("progress").value = p.loaded / p.total;
       $("status").textContent = p.phase === "model" ? `Downloading the model… ${Math.round(p.loaded / 1024)} KiB` : `Loaded: ${p.phase}`;
@@ -62,7 +64,8 @@ try {
   $("status").textContent = "Ready.";
   $("timings").textContent = `ready in ${t.ready} ms (python ${t.python} · packages ${t.packages} · imports ${t.imports} · engine ${t.engine}, in parallel)`;
   const info = aerix.engine.info;
-  $("model").textContent = `Model ${MODEL} · vocab ${info.n_vocab} · ctx ${info.n_ctx} · threads ${info.n_threads} · ${crossOriginIsolated ? "cross-origin isolated" : "not isolated"} · runs kept in IndexedDB`;
+  if (SERVER) $("model").textContent = `Model ${SERVER.model} on the server ${aerix.engine.baseUrl} · runs kept in IndexedDB`;
+  else $("model").textContent = `Model ${MODEL} · vocab ${info.n_vocab} · ctx ${info.n_ctx} · threads ${info.n_threads} · ${crossOriginIsolated ? "cross-origin isolated" : "not isolated"} · runs kept in IndexedDB`;
   window.demo.timings = t;
 } catch (e) {
   $("status").textContent = `Could not start: ${e.message}`;

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from .abort import Abort
 from .agent import Agent, Answer
+from .client import ChatClient, tools_for_llm
+from .engines.openai import OpenAIModel
 from .errors import AerixError
 from .events import Call, End, Event, Final, Result, Retry, Text, Turn, Usage, Waiting
 from .limits import Hooks, Limits
@@ -24,6 +26,7 @@ __all__ = [
     "Agent",
     "Answer",
     "Call",
+    "ChatClient",
     "Decision",
     "End",
     "Event",
@@ -31,6 +34,7 @@ __all__ = [
     "Hooks",
     "Limits",
     "Model",
+    "OpenAIModel",
     "Result",
     "Retry",
     "RunRecord",
@@ -43,5 +47,6 @@ __all__ = [
     "parse_turn",
     "system_message",
     "tool",
+    "tools_for_llm",
     "turn_schema",
 ]

@@ -46,6 +46,9 @@ class JsModel:
         return self._schema[1]
 
 
-def page_model(module: str = "aerix_page") -> JsModel:
-    """The engine the page booted (``boot()`` in aerix.mjs registers it as a JS module)."""
-    return JsModel(js_module(module).engine)
+def page_model(module: str = "aerix_page") -> Any:
+    """The model the page booted (``boot()`` in aerix.mjs registers it as a JS module): the
+    in-page engine, or the ``OpenAIModel`` of ``boot({engine: {baseUrl, model}})``."""
+    page = js_module(module)
+    server = getattr(page, "server", None)
+    return server if server is not None else JsModel(page.engine)

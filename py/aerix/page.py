@@ -9,6 +9,7 @@ IndexedDB (``store:`` takes a store object of your own); JS tools and hooks then
 
 from __future__ import annotations
 
+from types import SimpleNamespace
 from typing import Any, AsyncIterator
 
 from ._js import call_js, js_callable, to_js, to_py
@@ -126,7 +127,10 @@ def create_agent(model: Any, options: Any) -> PageAgent:
     if opts.get("store") is not None or opts.get("durable"):
         from .stores.indexeddb import IndexedDBStore
 
-        store = IndexedDBStore(opts.get("store"))
+        js_store = opts.get("store")
+        if isinstance(js_store, dict):  # a store object made in JS arrives as a dict of its methods
+            js_store = SimpleNamespace(**js_store)
+        store = IndexedDBStore(js_store)
     agent = Agent(
         model=model,
         instructions=opts.get("instructions") or "",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from .._js import call_js, js_module
@@ -23,17 +24,19 @@ class IndexedDBStore:
     def __repr__(self) -> str:
         return f"IndexedDBStore({self.name!r})"
 
+    # Records cross as JSON text: exact both ways, where JS objects would lose None.
     async def create_run(self, run: dict[str, Any]) -> dict[str, Any]:
-        return await call_js(self._js.createRun, run)  # type: ignore[no-any-return]
+        return json.loads(await call_js(self._js.createRun, json.dumps(run)))  # type: ignore[no-any-return]
 
     async def get_run(self, run_id: str) -> dict[str, Any] | None:
-        return await call_js(self._js.getRun, run_id)  # type: ignore[no-any-return]
+        text = await call_js(self._js.getRun, run_id)
+        return json.loads(text) if text is not None else None
 
     async def save_run(self, run: dict[str, Any]) -> None:
-        await call_js(self._js.saveRun, run)
+        await call_js(self._js.saveRun, json.dumps(run))
 
     async def list_runs(self) -> list[dict[str, Any]]:
-        return await call_js(self._js.listRuns)  # type: ignore[no-any-return]
+        return [json.loads(text) for text in await call_js(self._js.listRuns)]
 
     async def get_effect(self, key: str) -> str | None:
         return await call_js(self._js.getEffect, key)  # type: ignore[no-any-return]

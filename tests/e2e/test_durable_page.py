@@ -1,0 +1,164 @@
+"""Durable runs in the page (IndexedDB), on the real engine: reloads at every checkpoint, in the
+middle of a generation and between an effect and its record; approvals across a reload."""
+
+from __future__ import annotations
+
+import pytest
+from playwright.sync_api import Error as PlaywrightError
+
+# One life of the page: boot, build the same durable agent, then either start the run (and let
+# the armed crash reload the page) or recover and resume it. The crash is armed once per trial
+# through sessionStorage, which survives the reload; the effect's counter and every generation
+# asked are kept in localStorage, which survives it too.
+LIFE = """async ({ phase, mode, at }) => {
+  const { boot } = await import("/aerix.mjs");
+  const { openStore } = await import("/store.mjs");
+  const ai = await boot({ model: "/models/tiny.gguf" });
+  const armed = () => sessionStorage.getItem("crashed") !== "1";
+  const crash = async () => {
+    sessionStorage.setItem("crashed", "1");
+    location.reload();
+    await new Promise(() => {});  // nothing after this point runs in this life
+  };
+  const asked = () => JSON.parse(localStorage.getItem("asked") || "[]");
+  const chat = ai.engine.chat;
+  ai.engine.chat = (messages, options) => {
+    localStorage.setItem("asked", JSON.stringify([...asked(), JSON.stringify(messages)]));
+    return chat(messages, options);
+  };
+  const inner = openStore("aerix-reload");
+  let writes = 0;
+  const store = {
+    ...inner,
+    saveRun: async (json) => {
+      await inner.saveRun(json);
+      writes += 1;
+      if (mode === "checkpoint" && armed() && writes === at) await crash();
+    },
+  };
+  const count = (to) => Number(localStorage.getItem("sent:" + to) || 0);
+  const tools = [
+    { name: "lookup", description: "Find an address.", input: { who: { type: "string", required: true } }, run: async ({ who }) => who + "@example.org" },
+    { name: "clock", description: "The time.", input: {}, run: async () => "12:00" },
+    {
+      name: "send", description: "Send a message.", input: { to: { type: "string", required: true } }, effect: true,
+      alreadyApplied: async (key, { to }) => (count(to) > 0 ? "sent to " + to : null),
+      run: async ({ to }) => {
+        localStorage.setItem("sent:" + to, String(count(to) + 1));
+        if (mode === "effect" && armed()) await crash();  // the effect happened; its record did not
+        return "sent to " + to;
+      },
+    },
+  ];
+  const agent = ai.agent({ tools, store, limits: { turns: 3, retries: 2, maxTokens: 120 }, generation: { temperature: 2.0 } });
+  const events = [];
+  if (phase === "first") {
+    let usage = 0;
+    for await (const ev of agent.run("Please message Ana about lunch.", { runId: "r1" })) {
+      events.push(ev);
+      if (ev.type === "usage") usage += 1;
+      if (mode === "generation" && armed() && ev.type === "text" && usage === 1) await crash();
+    }
+  } else {
+    const recovered = await agent.recover();
+    for await (const ev of agent.resume("r1")) events.push(ev);
+    const run = (await agent.runs())[0];
+    const sent = Object.keys(localStorage).filter((k) => k.startsWith("sent:")).map((k) => [k, count(k.slice(5))]);
+    return { events, recovered, status: run.status, sent, asked: asked() };
+  }
+  return { events, writes, crashed: false };
+}"""
+
+
+def trial(page, site, mode, at=None, attempts=3):
+    """Run the first life until its crash reloads the page, then resume in the second life."""
+    for _ in range(attempts):
+        page.goto(site + "/embed.html")
+        life = page.evaluate("performance.timeOrigin")
+        page.evaluate("() => { localStorage.clear(); sessionStorage.clear(); return new Promise((ok) => { const r = indexedDB.deleteDatabase('aerix-reload'); r.onsuccess = r.onerror = r.onblocked = ok; }); }")
+        try:
+            first = page.evaluate(LIFE, {"phase": "first", "mode": mode, "at": at})
+        except PlaywrightError as e:  # the page reloaded under the evaluation: that is the crash
+            assert "context was destroyed" in str(e) or "navigat" in str(e), e
+            # wait for the new document (the old one may take a moment to go)
+            page.wait_for_function(f"performance.timeOrigin !== {life} && document.readyState === 'complete'")
+            assert page.evaluate("sessionStorage.getItem('crashed')") == "1"
+            return page.evaluate(LIFE, {"phase": "resume", "mode": mode, "at": at})
+        # the random run never reached the crash point (e.g. it made no send call): try again
+        assert first["crashed"] is False
+    pytest.fail(f"in {attempts} runs the crash point {mode} {at} was never reached")
+
+
+def assert_resumed(out, repeats_allowed=0):
+    events = out["events"]
+    endings = [e for e in events if e["type"] in ("final", "end")]
+    assert len(endings) == 1 and events[-1] is endings[0] or events[-1] == endings[0]
+    assert out["status"] in ("completed", "failed")
+    assert [r["id"] for r in out["recovered"]] == ["r1"] and out["recovered"][0]["status"] == "interrupted"
+    # the effect was applied exactly once per message, whatever the crash
+    assert all(n == 1 for _, n in out["sent"]), out["sent"]
+    # no recorded generation was asked again (only one cut short by the crash may be)
+    asked = out["asked"]
+    assert len(asked) - len(set(asked)) == repeats_allowed, f"{len(asked)} asked, {len(set(asked))} distinct"
+
+
+@pytest.fixture
+def page(fresh_page):
+    page, _ = fresh_page()
+    return page
+
+
+@pytest.mark.parametrize("at", range(1, 11))
+def test_reload_after_each_checkpoint_then_resume(page, site, at):
+    assert_resumed(trial(page, site, "checkpoint", at))
+
+
+def test_reload_in_the_middle_of_a_generation_then_resume(page, site):
+    out = trial(page, site, "generation")
+    assert_resumed(out, repeats_allowed=1)
+
+
+def test_reload_between_an_effect_and_its_record_applies_it_once(page, site):
+    out = trial(page, site, "effect")
+    assert_resumed(out)
+    assert out["sent"], "the run sent nothing"
+    assert any(e["type"] == "result" and e["tool"] == "send" for e in out["events"])
+
+
+def test_the_indexeddb_store_keeps_the_store_contract(booted):
+    failures = booted.evaluate(
+        """async () => window.ai.pyodide.runPythonAsync(`
+from aerix.stores.contract import CHECKS
+from aerix.stores.indexeddb import IndexedDBStore
+failures = []
+for i, check in enumerate(CHECKS):
+    try:
+        await check(IndexedDBStore(name=f"contract-{i}"))
+    except AssertionError as e:
+        failures.append(f"{check.__name__}: {e}")
+failures
+`).then((f) => f.toJs())"""
+    )
+    assert failures == []
+
+
+def test_an_approval_survives_a_reload_and_is_answered_from_the_demo_card(fresh_page, site):
+    # a new browser context: its IndexedDB starts empty; the noise model calls a tool at once
+    page, _ = fresh_page("/index.html?model=./models/tiny.gguf")
+    page.wait_for_function("window.demo && window.demo.ready", timeout=180_000)
+    page.check("#approve")
+    page.click("#run")
+    page.wait_for_selector(".card.waiting .approve", timeout=180_000)
+    waiting = [e for e in page.evaluate("window.demo.transcript") if e["type"] == "waiting"][0]
+    page.reload()
+    page.wait_for_function("window.demo && window.demo.ready", timeout=180_000)
+    card = page.locator(f'.card.waiting[data-approval="{waiting["approvalId"]}"]')
+    assert card.count() == 1, "the waiting approval is shown again after the reload"
+    page.check("#approve")
+    card.locator("button.approve").click()
+    page.wait_for_function("window.demo.transcript.length > 0 && !window.demo.running", timeout=180_000)
+    events = page.evaluate("window.demo.transcript")
+    call_id = waiting["approvalId"].rsplit(".", 1)[0]
+    result = next(e for e in events if e["type"] == "result" and e["id"] == call_id)
+    assert not result["text"].startswith("refused"), result
+    assert events[-1]["type"] in ("final", "end", "waiting")

@@ -61,6 +61,9 @@ const WASM_MAGIC = [0x00, 0x61, 0x73, 0x6d]; // "\0asm"
  * @param {(p: {loaded: number, total: number|undefined, phase: "model"}) => void} [options.onProgress]
  * @param {number} [options.seed] fixed sampling seed; it overrides every per-request seed.
  * @param {boolean} [options.recorder] keep every request sent to the engine in `engine.requests`.
+ * @param {"auto"|"text"|"chat"} [options.prompt="auto"] who renders the chat template (see PROMPT MODES
+ *   below): "text" renders it here and sends the prompt as text, "chat" lets llama.cpp render it;
+ *   "auto" takes "text" when the model's template is one this module renders identically.
  * @param {{debug: Function, log: Function, warn: Function, error: Function}} [options.logger]
  *   wllama's logger (it also gets llama.cpp's log); default keeps only errors.
  * @returns {Promise<Engine>}
@@ -74,6 +77,7 @@ export async function loadEngine({
   onProgress,
   seed,
   recorder = false,
+  prompt = "auto",
   logger = QUIET_LOGGER,
 } = {}) {
   const started = performance.now();
@@ -136,11 +140,13 @@ export async function loadEngine({
     throw failed("llama.cpp reported no vocabulary");
   }
   const loadMs = performance.now() - loadStarted;
+  const promptMode = await choosePromptMode(wllama, prompt);
 
   const requests = recorder ? [] : undefined;
   return {
     wllama,
     info: {
+      prompt: promptMode,
       n_ctx: ctx.n_ctx,
       n_vocab: ctx.n_vocab,
       n_threads: wllama.getNumThreads(),
@@ -149,7 +155,7 @@ export async function loadEngine({
       loadMs,
     },
     requests,
-    chat: (messages, options) => chat(wllama, requests, messages, options),
+    chat: (messages, options) => chat(wllama, requests, messages, options, promptMode),
     close: () => wllama.exit(),
   };
 }
@@ -157,7 +163,7 @@ export async function loadEngine({
 /**
  * @typedef {object} Engine
  * @property {object} wllama the Wllama instance, for what this module does not cover
- * @property {{n_ctx: number, n_vocab: number, n_threads: number, isolated: boolean, fetchMs: number, loadMs: number}} info
+ * @property {{prompt: "text"|"chat", n_ctx: number, n_vocab: number, n_threads: number, isolated: boolean, fetchMs: number, loadMs: number}} info
  * @property {object[]|undefined} requests with `recorder`: every request sent, without its abort signal
  * @property {(messages: {role: string, content: string}[], options?: ChatOptions) => AsyncGenerator<Delta>} chat
  * @property {() => Promise<void>} close unloads the model and stops its worker
@@ -169,6 +175,9 @@ export async function loadEngine({
  * @property {object|null} [constraint] a JSON Schema every reply must match (llama.cpp turns it into a grammar)
  * @property {{aborted: boolean}} [signal] an AbortSignal, or any object whose `aborted` turns true
  * @property {object} [generation] sampling settings passed to the engine as they are (temperature, top_p, seed, ...)
+ * @property {number} [batchMs=0] wait at least this long between two text deltas, joining the text that
+ *   arrives meanwhile (the first delta and the last are never held back). For consumers that pay for
+ *   each delta: the Python bridge does, one crossing into Python and one back out per delta.
  */
 
 /**
@@ -183,10 +192,10 @@ export async function loadEngine({
  * Arguments are copied before returning: Pyodide destroys the proxies of a
  * call's arguments when the call returns, before the first `next()`.
  */
-function chat(wllama, requests, messages, options) {
+function chat(wllama, requests, messages, options, promptMode) {
   const opts = plain(options) ?? {};
-  const request = buildRequest(plain(messages), opts);
-  return generate(wllama, requests, request, opts.signal);
+  const request = buildRequest(plain(messages), opts, promptMode);
+  return generate(wllama, requests, request, opts.signal, Number(opts.batchMs) || 0);
 }
 
 /**
@@ -194,7 +203,7 @@ function chat(wllama, requests, messages, options) {
  * calls `return()`) must abort too, or llama.cpp keeps generating in the
  * background and slows every later call.
  */
-async function* generate(wllama, requests, request, signal) {
+async function* generate(wllama, requests, request, signal, batchMs) {
   const controller = new AbortController();
   const link = linkSignal(signal, controller);
   const chunks = [];
@@ -213,8 +222,9 @@ async function* generate(wllama, requests, request, signal) {
   try {
     if (controller.signal.aborted) throw new EngineAbortError();
     requests?.push(structuredClone(request));
-    wllama
-      .createChatCompletion({
+    const create = request.prompt === undefined ? wllama.createChatCompletion : wllama.createCompletion;
+    create
+      .call(wllama, {
         ...request,
         abortSignal: controller.signal,
         // The callback form lets us own the queue: wllama's own iterator leaves a
@@ -236,21 +246,34 @@ async function* generate(wllama, requests, request, signal) {
         },
       );
 
+    let lastYield = -Infinity;
     for (;;) {
       link.check();
       if (controller.signal.aborted) throw new EngineAbortError();
-      const chunk = chunks.shift();
-      if (chunk === undefined) {
-        if (settled) break;
-        await new Promise((resolve) => (wake = resolve));
+      const hold = lastYield + batchMs - performance.now();
+      if (chunks.length === 0 || (hold > 0 && !settled)) {
+        if (chunks.length === 0 && settled) break;
+        await new Promise((resolve) => {
+          wake = resolve;
+          if (chunks.length > 0) setTimeout(notify, hold);
+        });
         continue;
       }
-      // The first chunk carries only the role (content null); the usage chunk has no choices.
-      const choice = chunk.choices?.[0];
-      if (choice?.finish_reason) finish_reason = choice.finish_reason;
-      if (chunk.usage) usage = chunk.usage;
-      const text = choice?.delta?.content;
-      if (text) yield { type: "text", text };
+      // Whatever arrived while the consumer was busy goes out as one delta: each delta costs a
+      // crossing into Python and back, so a slow consumer gets fewer, larger deltas.
+      let text = "";
+      for (const chunk of chunks.splice(0)) {
+        // Chat chunks: the first carries only the role (content null). Text chunks carry `text`.
+        // The usage chunk may have no choices.
+        const choice = chunk.choices?.[0];
+        if (choice?.finish_reason) finish_reason = choice.finish_reason;
+        if (chunk.usage) usage = chunk.usage;
+        text += choice?.delta?.content ?? choice?.text ?? "";
+      }
+      if (text) {
+        yield { type: "text", text };
+        lastYield = performance.now();
+      }
     }
     if (failure) throw engineError(failure);
     yield {
@@ -269,20 +292,75 @@ async function* generate(wllama, requests, request, signal) {
   }
 }
 
-function buildRequest(messages, { max_tokens, constraint, generation }) {
+function buildRequest(messages, { max_tokens, constraint, generation }, promptMode) {
+  const turns = Array.from(messages, (m) => ({ role: String(m.role), content: String(m.content) }));
   const request = {
     ...(plain(generation) ?? {}),
-    messages: Array.from(messages, (m) => ({ role: String(m.role), content: String(m.content) })),
+    ...(promptMode === "text" ? { prompt: chatmlPrompt(turns) } : { messages: turns }),
     stream: true,
     cache_prompt: true,
     stream_options: { include_usage: true },
   };
   if (max_tokens != null) request.max_tokens = max_tokens;
   const schema = plain(constraint);
-  if (schema) {
+  if (schema && promptMode === "text") {
+    request.json_schema = schema; // the completion endpoint ignores response_format
+  } else if (schema) {
     request.response_format = { type: "json_schema", json_schema: { name: "turn", schema, strict: true } };
   }
   return request;
+}
+
+/*
+ * PROMPT MODES. Under `response_format`, llama.cpp's chat path lets the model wrap its JSON in a
+ * Markdown fence (```json ... ```) and strips the fence from the reply it returns. A noise model
+ * takes the fence on most turns (about 11 hidden tokens of 50 on bench.gguf), a real model when it
+ * likes fences. Those tokens cost generation time, and the next prompt, rendered from the reply as
+ * it was returned, leaves the engine's cache right at the start of that reply: measured, turn 2
+ * reused exactly turn 1's prompt and nothing of the reply. So where we can render the model's
+ * template ourselves we do, and send the text with `json_schema` to the completion endpoint, whose
+ * grammar is the schema and nothing else. What is left: a reply whose sampled tokens differ from
+ * how its text tokenizes is processed again from the first difference (wllama 3.13 takes prompts
+ * as text only: a token array fails in the server core with json type_error.302).
+ */
+
+const CHATML_START = "<|im_start|>";
+const CHATML_END = "<|im_end|>";
+
+/** A conversation in ChatML, ready for the assistant's reply. */
+function chatmlPrompt(messages) {
+  let text = "";
+  for (const m of messages) text += `${CHATML_START}${m.role}\n${m.content}${CHATML_END}\n`;
+  return `${text}${CHATML_START}assistant\n`;
+}
+
+/**
+ * "text" when the model's template is ChatML and our rendering gives exactly the tokens of
+ * llama.cpp's own (the same probe through both paths: the second must reuse all but the last
+ * token of the first); otherwise "chat".
+ */
+async function choosePromptMode(wllama, wanted) {
+  if (wanted === "chat") return "chat";
+  if (wanted !== "auto" && wanted !== "text") throw new TypeError(`loadEngine: prompt must be "auto", "text" or "chat", got ${wanted}`);
+  const template = wllama.getChatTemplate?.() ?? "";
+  let same = false;
+  if (template.includes(CHATML_START) && template.includes(CHATML_END)) {
+    const probe = [
+      { role: "system", content: "aerix probe" },
+      { role: "user", content: "one" },
+      { role: "assistant", content: '{"a": 2}' },
+      { role: "user", content: "three" },
+    ];
+    try {
+      await wllama.createChatCompletion({ messages: probe, max_tokens: 1, temperature: 0, cache_prompt: true });
+      const { usage } = await wllama.createCompletion({ prompt: chatmlPrompt(probe), max_tokens: 1, temperature: 0, cache_prompt: true });
+      same = usage?.prompt_tokens > 1 && usage.prompt_tokens_details?.cached_tokens === usage.prompt_tokens - 1;
+    } catch {
+      same = false;
+    }
+  }
+  if (wanted === "text" && !same) throw new Error("loadEngine: prompt \"text\" needs a ChatML model whose template renders as ChatML");
+  return same ? "text" : "chat";
 }
 
 /**

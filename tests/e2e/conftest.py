@@ -108,6 +108,20 @@ def fresh_page(browser, site):
         assert traffic.failed == [], f"requests failed: {traffic.failed}"
 
 
+def sent_schema(request):
+    """The JSON Schema a recorded engine request was decoded under, or None.
+
+    The completion endpoint (the engine's "text" prompt mode) takes it as `json_schema`; the chat
+    endpoint as `response_format` (strict)."""
+    if "json_schema" in request:
+        return request["json_schema"]
+    fmt = request.get("response_format")
+    if fmt is None:
+        return None
+    assert fmt["type"] == "json_schema" and fmt["json_schema"]["strict"] is True
+    return fmt["json_schema"]["schema"]
+
+
 BOOT = """async (opts) => {
   const { boot } = await import("/aerix.mjs");
   window.ai = await boot({ model: "/models/tiny.gguf", engine: { recorder: true, seed: 7 }, ...opts });

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from conftest import sent_schema
+
 TOOL = """{
   name: "weather",
   description: "Today's forecast for a city.",
@@ -37,9 +39,7 @@ def test_every_generation_is_decoded_under_the_turn_schema(booted):
     attempts = len(out["requests"])
     assert attempts >= generations >= 3
     for request in out["requests"]:
-        fmt = request["response_format"]
-        assert fmt["type"] == "json_schema" and fmt["json_schema"]["strict"] is True
-        assert fmt["json_schema"]["schema"] == out["schema"]
+        assert sent_schema(request) == out["schema"]
         assert request["stream"] is True and request["cache_prompt"] is True
     for events in out["runs"]:
         assert [e["type"] in ENDINGS for e in events].count(True) == 1 and events[-1]["type"] in ENDINGS
@@ -55,7 +55,7 @@ def test_every_generation_is_decoded_under_the_turn_schema(booted):
 def test_without_the_constraint_no_schema_is_sent_and_parse_and_retry_happens(booted):
     out = run_in_page(booted, ["Umbrella for Lisbon?"], constrain=False, limits={"turns": 3, "retries": 2, "maxTokens": 48})
     assert out["requests"], "no generation reached the engine"
-    assert all("response_format" not in r for r in out["requests"])
+    assert all(sent_schema(r) is None for r in out["requests"])
     events = out["runs"][0]
     retries = [e for e in events if e["type"] == "retry"]
     assert retries, "a noise model without a grammar should have been refused at least once"
@@ -101,3 +101,44 @@ def test_turn_two_reuses_the_engine_prefix_cache(booted):
     for later in out[1:]:
         assert later["cachedTokens"] > 0
         assert later["cachedTokens"] <= later["promptTokens"]
+
+
+GENERATIONS_AND_REUSE = """async (prompt) => {
+  const { loadEngine } = await import("/engine.mjs");
+  const engine = await loadEngine({ model: "/models/tiny.gguf", wllamaBase: "/wllama/", prompt });
+  const schema = { type: "object", properties: { thought: { type: "string" }, final: { type: "string" } },
+                   required: ["thought", "final"], additionalProperties: false };
+  const generate = async (messages, seed) => {
+    let text = "", done = null;
+    for await (const d of engine.chat(messages, { max_tokens: 96, constraint: schema, generation: { temperature: 0.7, seed } })) {
+      if (d.type === "text") text += d.text; else done = d;
+    }
+    return { text, bytes: new TextEncoder().encode(text).length, ...done.usage };
+  };
+  const out = [];
+  for (const seed of [1, 2, 3, 4]) {
+    const messages = [{ role: "system", content: `Conversation ${seed}. Answer with one JSON turn.` },
+                      { role: "user", content: "Do I need an umbrella in Lisbon today?" }];
+    const first = await generate(messages, seed);
+    const second = await generate([...messages, { role: "assistant", content: first.text }, { role: "user", content: "And tomorrow?" }], seed);
+    out.push([first, second]);
+  }
+  const mode = engine.info.prompt;
+  await engine.close();
+  return { mode, out };
+}"""
+
+
+def test_the_engine_generates_only_what_the_reply_shows(booted):
+    """The engine's cache must hold each reply as the conversation stores it, so that the next turn
+    can reuse it. llama.cpp's chat endpoint lets the model wrap its JSON in a Markdown fence that
+    it strips from the reply: tokens generated (and cached) that the next prompt does not have,
+    which ended the prefix reuse at the very start of the previous reply (seeds 1-3 here take the
+    fence). The engine renders ChatML itself and uses the completion endpoint instead, so nothing
+    generated is hidden: a reply of n UTF-8 bytes comes from at most n tokens plus end-of-turn."""
+    result = booted.evaluate(GENERATIONS_AND_REUSE, "auto")
+    assert result["mode"] == "text"
+    for first, second in result["out"]:
+        for g in (first, second):
+            assert 0 < g["completion_tokens"] <= g["bytes"] + 1, g
+        assert second["cached_tokens"] >= first["prompt_tokens"], (first, second)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from conftest import sent_schema
+
 PROMPTS = ["Umbrella for Lisbon?", "Weather in Oslo?", "Is Rome sunny?", "Porto?", "Paris weather", "Check Berlin", "Madrid now?", "Vienna?"]
 
 
@@ -98,7 +100,7 @@ json.dumps({"events": events, "schema": agent.schema})
     )
     events = out["events"]
     assert [e["type"] in ("final", "end") for e in events].count(True) == 1
-    assert out["requests"] and all(r["response_format"]["json_schema"]["schema"] == out["schema"] for r in out["requests"])
+    assert out["requests"] and all(sent_schema(r) == out["schema"] for r in out["requests"])
     for e in events:
         if e["type"] == "result" and not e["error"]:
             assert e["text"].startswith("Sunny in ")

@@ -1,0 +1,434 @@
+"""`make bench`: what the Python loop and the bridge cost, measured side by side in headless Chromium.
+
+    .venv/bin/python bench/run.py [--pairs 5] [--only P1,P5] [--out bench/results/latest.json]
+
+Every figure is a ratio of two things measured in the same run, interleaved A B A B ...: the
+median of the pairs' ratios is reported with their min–max, because this machine is shared and
+noisy. Absolute times are printed for context only. No figure is a pass/fail test: a figure that
+misses its goal is reported as such.
+
+    P1  aerix agent run of N generations ÷ the same engine requests sent from JavaScript    ≤ 1.02
+    P2  cached_tokens ÷ prompt_tokens, turns 2..6 of a 6-generation tool-using run (worst turn)  ≥ 0.95
+    P3  generation tok/s with the turn schema ÷ without, same prompt, same token count       ≥ 0.90
+    P4  page load → agent ready ÷ page load → bare loadPyodide() (engine loading in both)    ≤ 1.3
+    P5  tok/s seen by an aerix `text` consumer ÷ tok/s of wllama consumed in JavaScript      ≥ 0.98
+    P6  the Python loop's own ms per turn (engine excluded), 1 / 8 / 32 tools                ≤ 5 ms
+    threads  wllama tok/s on 2 threads ÷ on 1 (cross-origin isolated page)                   report
+
+The page side is bench/bench.mjs (+ bench/inpage.py, run in the page's Pyodide) and
+bench/boot.html (P4, one fresh browser context per load); both are served next to build/site.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+from datetime import datetime, timezone
+from functools import partial
+from pathlib import Path
+from typing import Any, Callable
+
+ROOT = Path(__file__).resolve().parent.parent
+BENCH = ROOT / "bench"
+SITE = ROOT / "build" / "site"
+sys.path.insert(0, str(ROOT / "build"))
+from serve import SiteHandler, _Server  # noqa: E402
+
+CHROMIUM = os.environ.get("AERIX_CHROMIUM", "/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+MODEL = "/models/bench.gguf"
+BIG_VOCAB = "/models/bench-bigvocab.gguf"
+TURNS = 6  # generations per P1/P2 run
+MAX_TOKENS = 128
+STREAM_TOKENS = 192  # P5: tokens per generation
+P3_TOOLS = (1, 8, 32)
+P3_PROMPT = (
+    "<|im_start|>system\nYou are a travel helper. Answer with one JSON turn.<|im_end|>\n"
+    "<|im_start|>user\nDo I need an umbrella in Lisbon today?<|im_end|>\n<|im_start|>assistant\n"
+)
+
+
+# -- serving: the site, and bench/ at /bench/ (same origin, same headers) ---------------------
+
+
+class BenchHandler(SiteHandler):
+    def translate_path(self, path: str) -> str:
+        clean = path.split("?", 1)[0].split("#", 1)[0]
+        if clean.startswith("/bench/"):
+            target = (BENCH / clean[len("/bench/") :]).resolve()
+            if BENCH in target.parents and target.suffix in (".html", ".mjs", ".py"):
+                return str(target)
+        return super().translate_path(path)
+
+
+def start_server() -> tuple[Any, str]:
+    if not (SITE / "index.html").exists():
+        sys.exit("bench: build/site is missing: run `make build` (make bench does)")
+    server = _Server(("127.0.0.1", 0), partial(BenchHandler, directory=str(SITE)))
+    import threading
+
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server, f"http://127.0.0.1:{server.server_address[1]}"
+
+
+# -- statistics ------------------------------------------------------------------------------
+
+
+def summary(values: list[float]) -> dict[str, Any]:
+    return {"median": statistics.median(values), "min": min(values), "max": max(values), "n": len(values), "values": values}
+
+
+def log(message: str) -> None:
+    print(f"bench: {message}", file=sys.stderr, flush=True)
+
+
+# -- the figures -----------------------------------------------------------------------------
+
+
+class Bench:
+    def __init__(self, browser: Any, origin: str, pairs: int) -> None:
+        self.browser = browser
+        self.origin = origin
+        self.pairs = pairs
+        self.context = browser.new_context()
+        self.page = self.context.new_page()
+        self.page.set_default_timeout(300_000)
+        self.page.on("console", lambda m: m.type == "error" and log(f"page console: {m.text[:300]}"))
+        self.page.goto(f"{origin}/bench/page.html")
+        self.page.wait_for_function("window.bench !== undefined")
+
+    def call(self, fn: str, **args: Any) -> Any:
+        return self.page.evaluate("([fn, args]) => window.bench[fn](args)", [fn, args])
+
+    def setup(self) -> dict[str, Any]:
+        out = self.call("setup", model=MODEL, nThreads=1)
+        # A second engine on the same model: P1 runs A on one and B on the other, swapping each pair,
+        # so B never finds A's conversation in its cache (and vice versa).
+        self.call("addEngine", name="other", model=MODEL, nThreads=1)
+        return out
+
+    def p1_p2(self) -> dict[str, Any]:
+        """P1 and P2 from the same runs; P2 also on an engine that lets llama.cpp render the template."""
+        self.call("addEngine", name="chat", model=MODEL, nThreads=1, prompt="chat")
+        ratios, a_ms, b_ms, same, reuse, reuse_chat, into_reply = [], [], [], 0, [], [], []
+        session = int(time.time()) % 9000 + 1000
+        for i in range(self.pairs + 1):  # pair 0 warms up both engines and is not counted
+            session += 1
+            first, second = ("main", "other") if i % 2 else ("other", "main")
+            a = self.call("agentRun", name=first, session=session, turns=TURNS, maxTokens=MAX_TOKENS)
+            b = self.call("replay", name=second, requests=a["requests"])
+            if i == 0:
+                continue
+            ratios.append(a["ms"] / b["ms"])
+            a_ms.append(a["ms"])
+            b_ms.append(b["ms"])
+            same += [u[2] for u in a["usage"]] == [u[2] for u in b["usage"]]
+            reuse.append(turn_reuse(a["usage"]))
+            into_reply += reply_reuse(a["usage"])
+            if i <= 3:
+                c = self.call("agentRun", name="chat", session=session + 5000, turns=TURNS, maxTokens=MAX_TOKENS)
+                reuse_chat.append(turn_reuse(c["usage"]))
+            log(f"P1 pair {i}: aerix {a['ms']:.0f} ms, direct {b['ms']:.0f} ms; P2 {['%.2f' % r for r in reuse[-1]]}")
+        self.call("closeEngine", name="chat")
+        return {
+            "P1": {**summary(ratios), "a_ms": summary(a_ms), "b_ms": summary(b_ms), "same_tokens": f"{same}/{len(ratios)}"},
+            "P2": {
+                **summary([min(r) for r in reuse]),
+                "per_turn": [summary([r[t] for r in reuse]) for t in range(len(reuse[0]))],
+                "into_previous_reply": summary(into_reply),
+                "chat_path": {**summary([min(r) for r in reuse_chat]), "per_turn": [summary([r[t] for r in reuse_chat]) for t in range(len(reuse_chat[0]))]},
+            },
+        }
+
+    def p5_threads(self) -> dict[str, Any]:
+        self.call("addEngine", name="t2", model=MODEL, nThreads=2)
+        out: dict[str, Any] = {}
+        for name, key in (("main", "P5"), ("t2", "P5_2threads")):
+            warm = self.call("streamAerix", name=name, maxTokens=STREAM_TOKENS)
+            self.call("streamDirect", name=name, request=warm["request"])
+            ratios, a_rate, b_rate, events = [], [], [], []
+            for _ in range(self.pairs):
+                a = self.call("streamAerix", name=name, maxTokens=STREAM_TOKENS)
+                b = self.call("streamDirect", name=name, request=warm["request"])
+                ratios.append(a["tokPerS"] / b["tokPerS"])
+                a_rate.append(a["tokPerS"])
+                b_rate.append(b["tokPerS"])
+                events.append(a["events"])
+            out[key] = {**summary(ratios), "aerix_tok_s": summary(a_rate), "direct_tok_s": summary(b_rate), "text_events": summary(events), "tokens": STREAM_TOKENS}
+            log(f"{key}: {['%.3f' % r for r in ratios]}")
+        request = self.call("streamAerix", name="main", maxTokens=STREAM_TOKENS)["request"]
+        ratios, one, two = [], [], []
+        for _ in range(self.pairs):
+            a = self.call("streamDirect", name="t2", request=request)
+            b = self.call("streamDirect", name="main", request=request)
+            ratios.append(a["tokPerS"] / b["tokPerS"])
+            two.append(a["tokPerS"])
+            one.append(b["tokPerS"])
+        out["threads"] = {**summary(ratios), "tok_s_2": summary(two), "tok_s_1": summary(one)}
+        log(f"threads: {['%.2f' % r for r in ratios]}")
+        self.call("closeEngine", name="t2")
+        return out
+
+    def p3(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        cases = [(f"{n} tools", "main", n) for n in P3_TOOLS]
+        cases.append(("32k vocab, 8 tools", "big", 8))
+        cases.append(("32k vocab, 1 tool", "big", 1))
+        big_loaded = False
+        for label, engine, tools in cases:
+            if engine == "big" and not big_loaded:
+                self.call("addEngine", name="big", model=BIG_VOCAB, nThreads=1)
+                big_loaded = True
+            schema = self.call("schema", tools=tools)
+            base = dict(name=engine, prompt=P3_PROMPT)
+            self.call("generate", **base, schema=None, maxTokens=8, seed=0)  # the prompt into the cache
+            first = self.call("generate", **base, schema=schema, maxTokens=MAX_TOKENS, seed=0)  # a new schema
+            ratios, a_rate, b_rate, ttft_a, ttft_b, counts = [], [], [], [], [], []
+            for i in range(self.pairs):
+                a = self.call("generate", **base, schema=schema, maxTokens=MAX_TOKENS, seed=i + 1)
+                b = self.call("generate", **base, schema=None, maxTokens=a["tokens"], seed=i + 1)
+                ratios.append(a["tokPerS"] / b["tokPerS"])
+                a_rate.append(a["tokPerS"])
+                b_rate.append(b["tokPerS"])
+                ttft_a.append(a["firstMs"])
+                ttft_b.append(b["firstMs"])
+                counts.append(a["tokens"])
+            out[label] = {
+                **summary(ratios),
+                "with_tok_s": summary(a_rate),
+                "without_tok_s": summary(b_rate),
+                "tokens": summary(counts),
+                "first_token_ms_with": summary(ttft_a),
+                "first_token_ms_without": summary(ttft_b),
+                "first_request_first_token_ms": first["firstMs"],
+                "schema_chars": len(json.dumps(schema)),
+            }
+            log(f"P3 {label}: {['%.3f' % r for r in ratios]}, first token {statistics.median(ttft_a):.0f} vs {statistics.median(ttft_b):.0f} ms")
+        if big_loaded:
+            self.call("closeEngine", name="big")
+        return out
+
+    def p6(self) -> dict[str, Any]:
+        raw = self.call("p6", rounds=max(self.pairs, 5))
+        return {n: summary(v) for n, v in raw.items()}
+
+    def close(self) -> None:
+        self.context.close()
+
+
+def p4(browser: Any, origin: str, pairs: int) -> dict[str, Any]:
+    def load(query: str) -> dict[str, Any]:
+        context = browser.new_context()
+        page = context.new_page()
+        page.set_default_timeout(300_000)
+        page.goto(f"{origin}/bench/boot.html?{query}")
+        page.wait_for_function("window.result !== undefined")
+        result = page.evaluate("window.result")
+        context.close()
+        if not result.get("ok"):
+            raise RuntimeError(f"boot.html?{query}: {result.get('error')}")
+        return result
+
+    load("mode=aerix")  # warm-up: the server's and the OS's file caches
+    load("mode=bare")
+    ratios, a_ready, b_ready, phases = [], [], [], []
+    for _ in range(pairs):
+        a = load("mode=aerix")
+        b = load("mode=bare")
+        ratios.append(a["ready"] / b["ready"])
+        a_ready.append(a["ready"])
+        b_ready.append(b["ready"])
+        t = a["timings"]
+        phases.append({
+            "python": t["python"], "packages": t["packages"] - t["python"], "imports": t["imports"] - t["packages"],
+            "engine": t["engine"], "model_fetch": a["engine"]["fetchMs"], "model_load": a["engine"]["loadMs"],
+            "ready_after_boot_start": t["ready"], "first_agent": a["agent"] - a["ready"],
+        })  # fmt: skip
+        log(f"P4 pair: aerix {a['ready']:.0f} ms, bare loadPyodide {b['ready']:.0f} ms")
+    imports = {"source": [], "precompiled": []}
+    for _ in range(2):
+        imports["source"].append(load("mode=imports")["steps"])
+        imports["precompiled"].append(load("mode=imports&precompile=1")["steps"])
+    return {
+        **summary(ratios),
+        "aerix_ready_ms": summary(a_ready),
+        "bare_pyodide_ms": summary(b_ready),
+        "phases_ms": {k: statistics.median(p[k] for p in phases) for k in phases[0]},
+        "imports_ms": {
+            kind: {k: statistics.median(s[k] for s in runs) for k in runs[0]} for kind, runs in imports.items()
+        },
+    }
+
+
+# -- the table -------------------------------------------------------------------------------
+
+GOALS: dict[str, tuple[str, Callable[[float], bool]]] = {
+    "P1": ("≤ 1.02", lambda v: v <= 1.02),
+    "P2": ("≥ 0.95", lambda v: v >= 0.95),
+    "P3": ("≥ 0.90", lambda v: v >= 0.90),
+    "P4": ("≤ 1.3", lambda v: v <= 1.3),
+    "P5": ("≥ 0.98", lambda v: v >= 0.98),
+    "P6": ("≤ 5 ms", lambda v: v <= 5),
+}
+
+
+def rows(r: dict[str, Any]) -> list[tuple[str, str, str, str, str, str]]:
+    """(figure, what, goal, median, min–max, context) for each line of the table."""
+    out = []
+
+    def ratio(fig: str, what: str, s: dict[str, Any], context: str, goal_key: str | None = None, digits: int = 3) -> None:
+        key = goal_key or fig
+        goal, ok = GOALS.get(key, ("report", lambda v: True))
+        verdict = "" if key not in GOALS else (" ✓" if ok(s["median"]) else " ✗")
+        out.append((fig, what, goal, f"{s['median']:.{digits}f}{verdict}", f"{s['min']:.{digits}f}–{s['max']:.{digits}f}", context))
+
+    if "P1" in r:
+        p = r["P1"]
+        ratio("P1", f"agent run of {TURNS} generations ÷ same requests from JS", p,
+              f"{p['a_ms']['median'] / 1000:.2f} s vs {p['b_ms']['median'] / 1000:.2f} s; same tokens in {p['same_tokens']} pairs")  # fmt: skip
+    if "P2" in r:
+        p = r["P2"]
+        turns = " ".join(f"{t['median']:.2f}" for t in p["per_turn"])
+        chat = p["chat_path"]
+        ratio("P2", "cached ÷ prompt tokens, worst of turns 2–6", p,
+              f"per turn {turns}; reuse reaches {p['into_previous_reply']['median']:.0f} tokens into the previous reply; "
+              f"llama.cpp chat path (before): worst {chat['median']:.3f}", digits=3)  # fmt: skip
+    if "P3" in r:
+        for label, p in r["P3"].items():
+            grammar = p["first_token_ms_with"]["median"] - p["first_token_ms_without"]["median"]
+            ratio(f"P3 {label}", "tok/s with turn schema ÷ without", p,
+                  f"{p['with_tok_s']['median']:.0f} vs {p['without_tok_s']['median']:.0f} tok/s over {p['tokens']['median']:.0f} tokens; "
+                  f"grammar set-up ≈ {grammar:.0f} ms/request (first request with this schema: first token at {p['first_request_first_token_ms']:.0f} ms)",
+                  goal_key="P3")  # fmt: skip
+    if "P4" in r:
+        p = r["P4"]
+        ph = p["phases_ms"]
+        ratio("P4", "page → agent ready ÷ page → bare loadPyodide()", p,
+              f"{p['aerix_ready_ms']['median'] / 1000:.2f} s vs {p['bare_pyodide_ms']['median'] / 1000:.2f} s; Pyodide {ph['python']:.0f} ms, "
+              f"wheels {ph['packages']:.0f}, imports {ph['imports']:.0f}; engine {ph['engine']:.0f} in parallel (model fetch {ph['model_fetch']:.0f}, load {ph['model_load']:.0f})")  # fmt: skip
+    if "P5" in r:
+        for key, label in (("P5", "P5"), ("P5_2threads", "P5 (2 threads)")):
+            p = r[key]
+            ratio(label, "tok/s seen by aerix `text` consumer ÷ wllama in JS", p,
+                  f"{p['aerix_tok_s']['median']:.0f} vs {p['direct_tok_s']['median']:.0f} tok/s, {p['tokens']} tokens in {p['text_events']['median']:.0f} text events",
+                  goal_key="P5")  # fmt: skip
+        p = r["threads"]
+        ratio("threads", "wllama tok/s, 2 threads ÷ 1", p, f"{p['tok_s_2']['median']:.0f} vs {p['tok_s_1']['median']:.0f} tok/s", digits=2)
+    if "P6" in r:
+        for n, p in r["P6"].items():
+            goal, ok = GOALS["P6"]
+            out.append((f"P6 {n} tool{'s' if n != '1' else ''}", "Python loop ms per turn, engine excluded", goal,
+                        f"{p['median']:.2f} ms{' ✓' if ok(p['median']) else ' ✗'}", f"{p['min']:.2f}–{p['max']:.2f}", ""))  # fmt: skip
+    return out
+
+
+def table(r: dict[str, Any]) -> str:
+    head = ("figure", "what", "goal", "median", "min–max", "context (absolute, for orientation only)")
+    lines = [head, *rows(r)]
+    md = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    md += ["| " + " | ".join(line) + " |" for line in lines[1:]]
+    return "\n".join(md)
+
+
+def machine(browser_version: str) -> dict[str, Any]:
+    def cmd(*args: str) -> str:
+        try:
+            return subprocess.run(args, capture_output=True, text=True, timeout=10).stdout.strip()
+        except OSError:
+            return "?"
+
+    mem = next((line.split()[1] for line in Path("/proc/meminfo").read_text().splitlines() if line.startswith("MemTotal")), "0")
+    return {
+        "cpus": os.cpu_count(),
+        "cpu": next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines() if line.startswith("model name")), "?"),
+        "memory_gib": round(int(mem) / 1024 / 1024, 1),
+        "os": platform.platform(),
+        "python": platform.python_version(),
+        "node": cmd("node", "--version"),
+        "chromium": browser_version,
+        "load_average_at_start": os.getloadavg(),
+    }
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--pairs", type=int, default=5, help="pairs per ratio (default 5)")
+    ap.add_argument("--only", default="P1,P3,P4,P5,P6", help="comma-separated: P1 (with P2), P3, P4, P5 (with threads), P6")
+    ap.add_argument("--out", default=str(BENCH / "results" / "latest.json"))
+    args = ap.parse_args()
+    only = set(args.only.upper().split(","))
+
+    from playwright.sync_api import sync_playwright
+
+    server, origin = start_server()
+    started = time.monotonic()
+    results: dict[str, Any] = {}
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+        info = machine(browser.version)
+        log(f"{info['cpus']} CPUs, load {info['load_average_at_start']}, Chromium {browser.version}; {args.pairs} pairs per ratio")
+        if only & {"P1", "P2", "P3", "P5", "P6"}:
+            bench = Bench(browser, origin, args.pairs)
+            results["setup"] = bench.setup()
+            log(f"page booted in {results['setup']['ms']:.0f} ms; engine prompt mode {results['setup']['info']['prompt']}")
+            if only & {"P1", "P2"}:
+                results.update(bench.p1_p2())
+            if "P5" in only:
+                results.update(bench.p5_threads())
+            if "P3" in only:
+                results["P3"] = bench.p3()
+            if "P6" in only:
+                results["P6"] = bench.p6()
+            bench.close()
+        if "P4" in only:
+            results["P4"] = p4(browser, origin, args.pairs)
+        browser.close()
+    server.shutdown()
+    elapsed = time.monotonic() - started
+    text = table(results)
+    print(text)
+    print(f"\n{args.pairs} interleaved pairs per ratio; {elapsed / 60:.1f} min; {info['cpus']} CPUs ({info['cpu']}), "
+          f"{info['memory_gib']} GiB, Chromium {info['chromium']}, headless, wasm CPU tier")  # fmt: skip
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    record = {
+        "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "command": "make bench",
+        "pairs": args.pairs,
+        "minutes": round(elapsed / 60, 2),
+        "machine": info,
+        "table": text,
+        "results": results,
+    }
+    tmp = out.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps(record, indent=1, ensure_ascii=False) + "\n")
+    tmp.replace(out)
+    print(f"wrote {out.relative_to(ROOT) if out.is_relative_to(ROOT) else out}")
+    return 0
+
+
+def turn_reuse(usage: list[list[int]]) -> list[float]:
+    """cached ÷ prompt for generations 2.. of one run (usage rows: [prompt, cached, completion])."""
+    return [cached / prompt for prompt, cached, _ in usage[1:]]
+
+
+def reply_reuse(usage: list[list[int]]) -> list[int]:
+    """How many tokens past the previous prompt each turn's reuse reached (into the previous reply)."""
+    return [usage[i][1] - usage[i - 1][0] for i in range(1, len(usage))]
+
+
+if __name__ == "__main__":
+    sys.exit(main())

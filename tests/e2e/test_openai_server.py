@@ -10,6 +10,7 @@ import asyncio
 import json
 import subprocess
 import sys
+import threading
 from urllib.parse import urlsplit
 
 import pytest
@@ -37,6 +38,9 @@ def server(tmp_path_factory):
 
 
 def run(agent, prompt, signal=None, abort_on_text=False):
+    """The run's events. In a thread of its own: Playwright's sync API, once a browser is open,
+    keeps an event loop running in this one, and asyncio.run refuses to start inside it."""
+
     async def go():
         events = []
         async for ev in agent.run(prompt, signal):
@@ -45,7 +49,20 @@ def run(agent, prompt, signal=None, abort_on_text=False):
                 signal.abort()
         return events
 
-    return asyncio.run(go())
+    out: dict = {}
+
+    def target():
+        try:
+            out["events"] = asyncio.run(go())
+        except BaseException as e:  # handed to the test's thread
+            out["error"] = e
+
+    thread = threading.Thread(target=target, name="cpython-agent")
+    thread.start()
+    thread.join()
+    if "error" in out:
+        raise out["error"]
+    return out["events"]
 
 
 def one_ending(events):

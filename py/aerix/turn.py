@@ -104,11 +104,13 @@ class ParsedTurn:
 
 
 def parse_turn(text: str, tool_names: Sequence[str] | frozenset[str]) -> ParsedTurn:
-    """Read one reply; raise :class:`TurnRefused` on bad JSON, an unknown tool, an empty calls
-    list, or a reply that is neither calls nor final. Keeps the first 8 calls and cuts the
+    """Read one reply; raise :class:`TurnRefused` on bad JSON (a number out of a float's range
+    included), an unknown tool, an empty calls list, or a reply that is neither calls nor final. Keeps the first 8 calls and cuts the
     thought to 600 characters."""
     try:
-        data = json.loads(_unfence(text))
+        data = json.loads(_unfence(text), parse_float=_finite, parse_constant=_no_constant)
+    except _OutOfRange as e:
+        raise TurnRefused(f"bad number: {e}") from None
     except ValueError as e:
         raise TurnRefused(f"bad json: {e}") from None
     if not isinstance(data, dict):
@@ -140,6 +142,23 @@ def parse_turn(text: str, tool_names: Sequence[str] | frozenset[str]) -> ParsedT
             raise TurnRefused(f"unknown tool: {c['tool']!r} (tools: {known})")
         calls.append(ParsedCall(c["tool"], c.get("input", {})))
     return ParsedTurn(thought, tuple(calls), None)
+
+
+class _OutOfRange(ValueError):
+    pass
+
+
+def _finite(text: str) -> float:
+    """A JSON number as a float; one too large for a float (a JSON-schema grammar lets
+    ``3e+805…`` through) is refused rather than kept as ``inf``, which is not JSON."""
+    value = float(text)
+    if value in (float("inf"), float("-inf")):
+        raise _OutOfRange(f"{text[:40]} is out of range for a number")
+    return value
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
 
 
 def _unfence(text: str) -> str:

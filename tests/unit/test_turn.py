@@ -96,6 +96,9 @@ def test_parse_reads_json_inside_a_markdown_fence():
         ('{"calls": ["clock"]}', "not a turn"),
         ('{"calls": []}', "empty calls"),
         ('{"calls": [{"tool": "teleport", "input": {}}]}', "unknown tool"),
+        ('{"calls": [{"tool": "convert", "input": {"value": -3e+8052143714343434}}]}', "bad number"),
+        ('{"final": "x", "n": NaN}', "bad json"),
+        ('{"final": "x", "n": Infinity}', "bad json"),
     ],
 )
 def test_parse_refuses(text, start):

@@ -80,6 +80,7 @@ export async function loadEngine({
   prompt = "auto",
   logger = QUIET_LOGGER,
 } = {}) {
+  if (!["auto", "text", "chat"].includes(prompt)) throw new TypeError(`loadEngine: prompt must be "auto", "text" or "chat", got ${prompt}`);
   const started = performance.now();
   const label = typeof model === "string" ? model : "the model blob";
   const blob = typeof model === "string" ? await fetchModel(model, onProgress) : model;
@@ -140,20 +141,23 @@ export async function loadEngine({
     throw failed("llama.cpp reported no vocabulary");
   }
   const loadMs = performance.now() - loadStarted;
-  const promptMode = await choosePromptMode(wllama, prompt);
-
-  const requests = recorder ? [] : undefined;
-  return {
-    wllama,
-    info: {
-      prompt: promptMode,
+  // Checked in the background: its two small requests would otherwise wait for the page's main
+  // thread (busy booting Pyodide) and delay the engine by seconds. The first chat waits for it.
+  const promptMode = choosePromptMode(wllama, prompt);
+  const info = {
+    prompt: prompt === "chat" ? "chat" : "pending",
       n_ctx: ctx.n_ctx,
       n_vocab: ctx.n_vocab,
       n_threads: wllama.getNumThreads(),
       isolated,
       fetchMs,
       loadMs,
-    },
+  };
+  promptMode.then((mode) => (info.prompt = mode), () => {});
+  const requests = recorder ? [] : undefined;
+  return {
+    wllama,
+    info,
     requests,
     chat: (messages, options) => chat(wllama, requests, messages, options, promptMode),
     close: () => wllama.exit(),
@@ -163,7 +167,7 @@ export async function loadEngine({
 /**
  * @typedef {object} Engine
  * @property {object} wllama the Wllama instance, for what this module does not cover
- * @property {{prompt: "text"|"chat", n_ctx: number, n_vocab: number, n_threads: number, isolated: boolean, fetchMs: number, loadMs: number}} info
+ * @property {{prompt: "text"|"chat"|"pending", n_ctx: number, n_vocab: number, n_threads: number, isolated: boolean, fetchMs: number, loadMs: number}} info
  * @property {object[]|undefined} requests with `recorder`: every request sent, without its abort signal
  * @property {(messages: {role: string, content: string}[], options?: ChatOptions) => AsyncGenerator<Delta>} chat
  * @property {() => Promise<void>} close unloads the model and stops its worker
@@ -194,8 +198,11 @@ export async function loadEngine({
  */
 function chat(wllama, requests, messages, options, promptMode) {
   const opts = plain(options) ?? {};
-  const request = buildRequest(plain(messages), opts, promptMode);
-  return generate(wllama, requests, request, opts.signal, Number(opts.batchMs) || 0);
+  const turns = Array.from(plain(messages), (m) => ({ role: String(m.role), content: String(m.content) }));
+  return (async function* () {
+    const request = buildRequest(turns, opts, await promptMode);
+    yield* generate(wllama, requests, request, opts.signal, Number(opts.batchMs) || 0);
+  })();
 }
 
 /**
@@ -292,8 +299,7 @@ async function* generate(wllama, requests, request, signal, batchMs) {
   }
 }
 
-function buildRequest(messages, { max_tokens, constraint, generation }, promptMode) {
-  const turns = Array.from(messages, (m) => ({ role: String(m.role), content: String(m.content) }));
+function buildRequest(turns, { max_tokens, constraint, generation }, promptMode) {
   const request = {
     ...(plain(generation) ?? {}),
     ...(promptMode === "text" ? { prompt: chatmlPrompt(turns) } : { messages: turns }),
@@ -341,7 +347,6 @@ function chatmlPrompt(messages) {
  */
 async function choosePromptMode(wllama, wanted) {
   if (wanted === "chat") return "chat";
-  if (wanted !== "auto" && wanted !== "text") throw new TypeError(`loadEngine: prompt must be "auto", "text" or "chat", got ${wanted}`);
   const template = wllama.getChatTemplate?.() ?? "";
   let same = false;
   if (template.includes(CHATML_START) && template.includes(CHATML_END)) {

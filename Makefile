@@ -54,6 +54,15 @@ serve: build
 demo: build chromium
 	$(PY) build/demo.py --port $(PORT) --chromium $(CHROMIUM)
 
+# -- benchmarks --------------------------------------------------------------------------
+
+# P1-P6 and threads, each a ratio of A and B measured in interleaved pairs in headless Chromium
+# on bench.gguf; prints the table and writes bench/results/latest.json (see bench/run.py).
+# BENCH_PAIRS=5 by default; about 8 minutes on 2 shared vCPUs.
+BENCH_PAIRS ?= 5
+bench: build chromium
+	$(PY) bench/run.py --pairs $(BENCH_PAIRS)
+
 # -- tests -------------------------------------------------------------------------------
 
 test: test-unit test-pyodide test-e2e

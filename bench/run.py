@@ -39,16 +39,8 @@ BENCH = ROOT / "bench"
 SITE = ROOT / "build" / "site"
 sys.path.insert(0, str(ROOT / "build"))
 from serve import SiteHandler, _Server  # noqa: E402
+from chromium import launch  # noqa: E402
 
-CHROMIUM = os.environ.get("AERIX_CHROMIUM", "/usr/bin/chromium")
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
 MODEL = "/models/bench.gguf"
 BIG_VOCAB = "/models/bench-bigvocab.gguf"
 TURNS = 6  # generations per P1/P2 run
@@ -384,7 +376,7 @@ def main() -> int:
     started = time.monotonic()
     results: dict[str, Any] = {}
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+        browser = launch(p)
         info = machine(browser.version)
         log(f"{info['cpus']} CPUs, load {info['load_average_at_start']}, Chromium {browser.version}; {args.pairs} pairs per ratio")
         if only & {"P1", "P2", "P3", "P5", "P6"}:

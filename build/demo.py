@@ -18,16 +18,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from serve import serve  # noqa: E402
-
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
-
+from chromium import launch  # noqa: E402
 
 def line(ev: dict) -> str | None:
     """One transcript line per event; text deltas are gathered into the turn that follows."""
@@ -66,7 +57,7 @@ def main() -> int:
     print(f"serving {args.root} at {url}")
     foreign: list[str] = []
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=args.chromium, headless=True, args=CHROMIUM_ARGS)
+        browser = launch(p, args.chromium)
         page = browser.new_page()
         page.on("request", lambda r: foreign.append(r.url) if not r.url.startswith((url, "data:", "blob:")) else None)
         started = time.monotonic()

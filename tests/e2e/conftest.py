@@ -5,7 +5,6 @@ Every page records its requests; a test fails if any goes to another origin or f
 
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -14,17 +13,9 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 SITE = ROOT / "build" / "site"
-CHROMIUM = os.environ.get("AERIX_CHROMIUM", "/usr/bin/chromium")
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
 
 sys.path.insert(0, str(ROOT / "build"))
+from chromium import CHROMIUM, launch  # noqa: E402
 from serve import serve  # noqa: E402
 
 
@@ -45,7 +36,7 @@ def browser():
     if not Path(CHROMIUM).exists():
         pytest.fail(f"no Chromium at {CHROMIUM}: apt-get install -y chromium (make test-e2e does)")
     with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+        b = launch(p)
         yield b
         b.close()
 

@@ -47,7 +47,8 @@ def test_every_generation_is_decoded_under_the_turn_schema(booted):
             if e["type"] == "retry":
                 # under the grammar a finished turn is always valid: only a cut turn or
                 # unusable engine output may be refused
-                assert e["reason"].startswith(("cut:", "engine output:")), e["reason"]
+                # (or a number too large for a float: the grammar lets 3e+8052… through)
+                assert e["reason"].startswith(("cut:", "engine output:", "bad number:")), e["reason"]
             if e["type"] == "usage":
                 assert e["promptTokens"] > 0 and e["completionTokens"] > 0
 

@@ -1,0 +1,28 @@
+"""Debian's Chromium, headless, launched the one way every aerix tool launches it.
+
+Playwright drives the browser the machine has (`apt-get install chromium`); `playwright install`
+is never run. Without the networking flags Chromium keeps calling Google's hosts, which this
+offline machine refuses, and hangs.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+__all__ = ["ARGS", "CHROMIUM", "launch"]
+
+CHROMIUM = os.environ.get("AERIX_CHROMIUM", "/usr/bin/chromium")
+ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+
+
+def launch(playwright: Any, executable: str | None = None, extra: list[str] | None = None) -> Any:
+    """A headless browser from ``sync_playwright()`` (or the async one, awaited by the caller)."""
+    return playwright.chromium.launch(executable_path=executable or CHROMIUM, headless=True, args=ARGS + (extra or []))

@@ -1,0 +1,135 @@
+"""Score one run of a task from its events (aerix events as plain dicts, Python or page keys).
+
+- ``first_turn``: the first generation was accepted and is what the task needs: the right
+  tools, in order, with the right arguments (a city or a note equal up to case and a final
+  full stop; a number equal; an expression with the same value, or failing the same way); a
+  final with no calls for a request no tool serves.
+- ``quoted``: the run ended in a final that contains every tool result of the run (for a
+  failed call, its message without the ``error: Error: `` prefix). Only tasks that need tools.
+- ``final``: the run ended with ``final``, not ``end``.
+A failure gets one category, the first that applies.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import tools as demo
+
+__all__ = ["score", "summarize", "result_message"]
+
+
+def result_message(text: str) -> str:
+    return text.removeprefix("error: ").removeprefix("Error: ")
+
+
+def _same_arg(tool: str, key: str, got: Any, want: Any) -> bool:
+    if tool == "calculate":
+        return _value(str(got)) == _value(str(want)) if isinstance(got, str) else False
+    if key == "value":
+        return isinstance(got, (int, float)) and not isinstance(got, bool) and float(got) == float(want)
+    if isinstance(got, str) and isinstance(want, str):
+        norm = lambda s: s.strip().rstrip(".").casefold()  # noqa: E731
+        return norm(got) == norm(want)
+    return bool(got == want)
+
+
+def _value(expression: str) -> str:
+    try:
+        return repr(demo.evaluate(expression))
+    except demo.ToolFailed as e:
+        return str(e)
+
+
+def first_turn_failure(task: dict[str, Any], events: list[dict[str, Any]]) -> str | None:
+    """None when the first generation is right, else the failure's category."""
+    for e in events:
+        if e["type"] == "retry":
+            return "first turn refused (" + e["reason"].split(":")[0] + ")"
+        if e["type"] == "end":
+            return f"no first turn (ended {e['reason']})"
+        if e["type"] == "turn":
+            got = [(c["tool"], c["input"]) for c in e["calls"]]
+            want = [(c["tool"], c["input"]) for c in task["calls"]]
+            if not want:
+                return None if not got else "called a tool for a request no tool serves"
+            if not got:
+                return "answered without calling a tool"
+            if [t for t, _ in got] != [t for t, _ in want]:
+                if len(got) != len(want):
+                    return f"made {len(got)} calls instead of {len(want)}"
+                return "wrong tool"
+            for (tool, gi), (_, wi) in zip(got, want):
+                if not isinstance(gi, dict) or set(gi) != set(wi):
+                    return f"wrong argument names for {tool}"
+                for key in wi:
+                    if not _same_arg(tool, key, gi[key], wi[key]):
+                        return f"wrong {tool}.{key}"
+            return None
+    return "no first turn"
+
+
+def score(task: dict[str, Any], events: list[dict[str, Any]]) -> dict[str, Any]:
+    ending = events[-1] if events else {"type": "end", "reason": "none"}
+    results = [e for e in events if e["type"] == "result"]
+    first = first_turn_failure(task, events)
+    needs_tools = bool(task["calls"])
+    quoted: bool | None = None
+    quote_failure = None
+    if needs_tools:
+        if ending["type"] != "final":
+            quoted, quote_failure = False, f"ended {ending.get('reason')} before a final"
+        elif not results:
+            quoted, quote_failure = False, "final without any tool result"
+        else:
+            missing = [r for r in results if result_message(r["text"]) not in ending["text"]]
+            quoted = not missing
+            if missing:
+                quote_failure = "final does not quote the result" if len(results) == 1 else "final misses a result"
+    usage = [e for e in events if e["type"] == "usage"]
+    return {
+        "kind": task["kind"],
+        "first_turn": first is None,
+        "first_turn_failure": first,
+        "quoted": quoted,
+        "quote_failure": quote_failure,
+        "final": ending["type"] == "final",
+        "ending": ending["type"] if ending["type"] == "final" else f"end:{ending.get('reason')}",
+        "turns": sum(1 for e in events if e["type"] == "turn"),
+        "generations": len(usage),
+        "retries": sum(1 for e in events if e["type"] == "retry"),
+        "completion_tokens": sum(e.get("completion_tokens", e.get("completionTokens", 0)) for e in usage),
+    }
+
+
+def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    n = len(rows)
+    quotable = [r for r in rows if r["quoted"] is not None]
+    failures: dict[str, int] = {}
+    for r in rows:
+        for key in ("first_turn_failure", "quote_failure"):
+            if r[key]:
+                failures[r[key]] = failures.get(r[key], 0) + 1
+        if not r["final"]:
+            failures[f"run {r['ending']}"] = failures.get(f"run {r['ending']}", 0) + 1
+    by_kind: dict[str, dict[str, Any]] = {}
+    for r in rows:
+        k = by_kind.setdefault(r["kind"], {"tasks": 0, "first_turn": 0, "quoted": 0, "quotable": 0, "final": 0})
+        k["tasks"] += 1
+        k["first_turn"] += r["first_turn"]
+        k["final"] += r["final"]
+        if r["quoted"] is not None:
+            k["quotable"] += 1
+            k["quoted"] += r["quoted"]
+    return {
+        "tasks": n,
+        "first_turn": sum(r["first_turn"] for r in rows) / n,
+        "quoted": sum(bool(r["quoted"]) for r in quotable) / max(len(quotable), 1),
+        "quotable_tasks": len(quotable),
+        "final": sum(r["final"] for r in rows) / n,
+        "turns_per_task": sum(r["turns"] for r in rows) / n,
+        "generations_per_task": sum(r["generations"] for r in rows) / n,
+        "completion_tokens": sum(r["completion_tokens"] for r in rows),
+        "failures": dict(sorted(failures.items(), key=lambda kv: -kv[1])),
+        "by_kind": by_kind,
+    }

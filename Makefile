@@ -6,7 +6,7 @@ SITE    := build/site
 CHROMIUM ?= /usr/bin/chromium
 PORT    ?= 8642
 
-.PHONY: all demo test test-unit test-pyodide test-e2e build serve bench chromium llama-server clean
+.PHONY: all demo test test-unit test-pyodide test-e2e build serve bench chromium llama-server model eval clean
 
 all: build
 
@@ -37,7 +37,7 @@ llama-server: .venv/.installed
 PY_SOURCES  := $(shell find py -type f \( -name '*.py' -o -name '*.j2' -o -name 'py.typed' \)) pyproject.toml
 WEB_SOURCES := $(wildcard web/*)
 
-$(SITE)/.built: .venv/.installed node_modules/.installed build/site.py build/models.py $(PY_SOURCES) $(WEB_SOURCES)
+$(SITE)/.built: .venv/.installed node_modules/.installed build/site.py build/models.py $(PY_SOURCES) $(WEB_SOURCES) models/aerix-tools.gguf
 	$(PY) build/site.py
 	$(PY) build/models.py $(SITE)/models
 	touch $@
@@ -54,6 +54,21 @@ serve: build
 demo: build chromium
 	$(PY) build/demo.py --port $(PORT) --chromium $(CHROMIUM)
 
+# -- the bundled model -------------------------------------------------------------------
+
+# models/aerix-tools.gguf is committed; `make model` trains it again from its seed on the CPU
+# (torch and tokenizers are installed for this only), `make eval` scores it in headless Chromium
+# on held-out tasks and writes bench/results/eval.json. See build/model/.
+.venv/.model-installed: .venv/.installed build/model/requirements.txt
+	$(PY) -m pip install -q -r build/model/requirements.txt
+	touch $@
+
+model: .venv/.model-installed
+	$(PY) build/model/train.py
+
+eval: build chromium
+	$(PY) build/model/eval.py
+
 # -- benchmarks --------------------------------------------------------------------------
 
 # P1-P6 and threads, each a ratio of A and B measured in interleaved pairs in headless Chromium
@@ -68,7 +83,7 @@ bench: build chromium
 test: test-unit test-pyodide test-e2e
 
 test-unit: .venv/.installed
-	$(PY) -m pytest tests/unit -q
+	$(PY) -m pytest tests/unit tests/model -q
 
 test-pyodide: build
 	node tests/pyodide/run_pytest.mjs -q

@@ -1,7 +1,7 @@
 """`make demo`: serve the demo page, run an agent in it in headless Chromium, print the transcript,
 then keep the page up for a person to open.
 
-    python build/demo.py [--port 8642] [--prompt "..."] [--model ./models/tiny.gguf]
+    python build/demo.py [--port 8642] [--prompt "..."] [--model ./models/aerix-tools.gguf]
 
 DEMO_HOLD=0 exits after the run instead of serving until Ctrl-C.
 """

@@ -9,7 +9,8 @@ Layout of build/site/:
     wllama/index.js          @wllama/wllama ESM build (self-contained: the worker code is inlined)
     wllama/wllama.wasm
     index.html, aerix.mjs, ...  the page side, copied from web/
-    models/                  generated GGUF models (build/models.py writes them)
+    models/                  generated GGUF models (build/models.py writes them) and the bundled
+                             trained one, aerix-tools.gguf, copied from models/
     wheels/                  what the page installs: aerix and its dependencies
     pyodide-lock.json        Pyodide's `info` + only our wheels; `file_name` is relative to this file's folder
     test-wheels/             pytest, hypothesis and friends, for tests/pyodide/run_pytest.mjs only
@@ -172,6 +173,14 @@ def copy_web() -> None:
     for src in sorted((ROOT / "web").iterdir()):
         if src.is_file():
             copy_if_changed(src, SITE / src.name)
+
+
+def copy_bundled_model() -> None:
+    """The trained model committed in models/ (build/model/ makes it), next to the generated ones."""
+    for name in ["aerix-tools.gguf", "aerix-tools.json"]:
+        if not (ROOT / "models" / name).exists():
+            sys.exit(f"site: models/{name} is missing: it is committed; `make model` trains it again")
+        copy_if_changed(ROOT / "models" / name, SITE / "models" / name)
 
 
 def cached_wheel(pin: Pin) -> Path | None:
@@ -371,6 +380,7 @@ STEPS = {
     "test-wheels": test_wheels,
     "lock": locks,
     "web": copy_web,
+    "model": copy_bundled_model,
 }
 
 

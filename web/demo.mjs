@@ -1,41 +1,15 @@
-// The demo page: boot aerix, give the agent three tools written in JavaScript, and show a run
-// as it happens. `window.demo` lets a headless browser drive it and read the transcript.
+// The demo page: boot aerix, give the agent the demo's tools (demo-tools.mjs: weather, time,
+// convert, calculate, save_note, with fake but checkable data), and show a run as it happens.
+// The default model is the bundled one, trained on exactly these tools and instructions.
+// `window.demo` lets a headless browser drive it and read the transcript.
 import { boot } from "./aerix.mjs";
+import { INSTRUCTIONS, tools } from "./demo-tools.mjs";
 
 const $ = (id) => document.getElementById(id);
 const params = new URLSearchParams(location.search);
-const MODEL = params.get("model") || "./models/tiny.gguf";
+const MODEL = params.get("model") || "./models/aerix-tools.gguf";
 // ?baseUrl=http://127.0.0.1:8080/v1&serverModel=NAME: the same demo on an OpenAI-compatible server
 const SERVER = params.get("baseUrl") ? { baseUrl: params.get("baseUrl"), model: params.get("serverModel") || "default" } : null;
-
-const CITIES = { lisbon: [19, "showers"], porto: [16, "rain"], paris: [14, "cloudy"], oslo: [3, "snow"], rome: [24, "sunny"] };
-
-const tools = [
-  {
-    name: "weather",
-    description: "Today's forecast for a city.",
-    input: { city: { type: "string", description: "City name", required: true } },
-    run: async ({ city }) => {
-      const [temp, sky] = CITIES[city.trim().toLowerCase()] ?? [20, "clear"];
-      return `${city}: ${sky}, ${temp}°C`;
-    },
-  },
-  {
-    name: "clock",
-    description: "The current time in UTC.",
-    input: {},
-    run: async () => new Date().toISOString().slice(11, 16) + " UTC",
-  },
-  {
-    name: "convert",
-    description: "Convert a temperature between Celsius and Fahrenheit.",
-    input: {
-      value: { type: "number", required: true },
-      to: { type: "string", enum: ["c", "f"], required: true },
-    },
-    run: async ({ value, to }) => (to === "f" ? `${(value * 9) / 5 + 32}°F` : `${(((value - 32) * 5) / 9).toFixed(1)}°C`),
-  },
-];
 
 const transcript = [];
 window.demo = { ready: false, running: false, transcript, error: null };
@@ -80,10 +54,10 @@ function agentFor(constrain) {
     agents.set(
       constrain,
       aerix.agent({
-        instructions: "You are a helpful assistant. Use the tools when they help.",
+        instructions: INSTRUCTIONS,
         tools,
         limits: { turns: 6, retries: 2, maxTokens: 256 },
-        generation: { temperature: 0.7 },
+        generation: { temperature: 0 }, // the bundled model is small: greedy is what its eval measures
         constrain,
         durable: true,
         hooks: {

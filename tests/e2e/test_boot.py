@@ -12,7 +12,7 @@ def test_demo_page_becomes_ready_from_its_own_origin(fresh_page):
     assert 0 < timings["python"] <= timings["ready"] and timings["engine"] <= timings["ready"]
     # the page really fetched Pyodide, our wheels and the model from itself (fresh_page checks no other origin)
     fetched = "\n".join(traffic.urls)
-    for part in ("/pyodide/pyodide.asm.wasm", "/pyodide-lock.json", "/wheels/aerix-", "/wheels/pydantic_core-", "/wllama/wllama.wasm", "/models/tiny.gguf"):
+    for part in ("/pyodide/pyodide.asm.wasm", "/pyodide-lock.json", "/wheels/aerix-", "/wheels/pydantic_core-", "/wllama/wllama.wasm", "/models/aerix-tools.gguf"):
         assert part in fetched, part
 
 

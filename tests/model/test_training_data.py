@@ -1,0 +1,106 @@
+"""What the bundled model's figures rest on (build/model/): the held-out eval is really held out,
+the training conversations are what aerix sends, and the scorer counts what it says it counts.
+CPython only (the training scripts are not part of the package)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "build" / "model"))
+
+import corpus  # noqa: E402
+import grammar  # noqa: E402
+import score  # noqa: E402
+import tools as demo  # noqa: E402
+import worlds  # noqa: E402
+
+from aerix import Agent  # noqa: E402
+from aerix.testing import ScriptedModel  # noqa: E402
+
+TRAINED = json.loads((ROOT / "models" / "aerix-tools.json").read_text())
+
+
+@pytest.fixture(scope="module")
+def training_tasks():
+    # exactly the tasks the committed model was trained on (its seed and count)
+    tasks = corpus.train_tasks(TRAINED["conversations"], seed=TRAINED["seed"])
+    out = []
+    for t in tasks:
+        while t is not None:
+            out.append(t)
+            t = t.then
+    return out
+
+
+def test_the_eval_world_shares_no_list_entry_and_the_grammar_no_sentence_with_training():
+    worlds.check_disjoint()
+    grammar.check()
+
+
+def test_no_held_out_prompt_or_city_occurs_in_the_training_data(training_tasks):
+    held = corpus.eval_tasks()
+    assert len(held) >= 200
+    prompts = {t.prompt.casefold() for t in training_tasks}
+    assert not [t.prompt for t in held if t.prompt.casefold() in prompts]
+    cities = {c.casefold() for c in worlds.EVAL.cities}
+    trained_cities = {i["city"].casefold() for t in training_tasks for _, i in t.calls if "city" in i}
+    assert not cities & trained_cities
+    assert not {str(i.get("expression")) for t in held for _, i in t.calls} & {str(i.get("expression")) for t in training_tasks for _, i in t.calls} - {"None"}
+
+
+def test_the_model_was_trained_on_the_system_message_aerix_renders_now():
+    agent = Agent(model=ScriptedModel([]), instructions=demo.INSTRUCTIONS, tools=demo.aerix_tools())
+    assert hashlib.sha256(agent.system.encode()).hexdigest() == TRAINED["system_sha256"], (
+        "aerix's system message or web/demo-tools.json changed since the bundled model was trained: run `make model`"
+    )
+
+
+def test_a_training_conversation_is_the_messages_aerix_keeps_and_feeds_back():
+    task = corpus.Task("weather", "What's the weather in Lisbon?", [("weather", {"city": "Lisbon"})])
+    conversations = corpus.Conversations()
+    try:
+        messages = conversations(task)
+    finally:
+        conversations.close()
+    assert [m["role"] for m in messages] == ["system", "user", "assistant", "user", "assistant"]
+    result = demo.weather("Lisbon")
+    assert json.loads(messages[3]["content"]) == {"results": [{"id": "call_1", "tool": "weather", "result": result}]}
+    assert json.loads(messages[2]["content"])["calls"] == [{"tool": "weather", "input": {"city": "Lisbon"}}]
+    assert result in json.loads(messages[4]["content"])["final"]
+    rendered = corpus.render(messages)
+    assert rendered.startswith("<|im_start|>system\n" + messages[0]["content"] + "<|im_end|>\n")
+
+
+def _events(calls, results, final):
+    evs = [{"type": "turn", "turn": 1, "thought": "", "calls": [{"id": f"c{i}", "tool": t, "input": x} for i, (t, x) in enumerate(calls)]}]
+    evs += [{"type": "result", "id": f"c{i}", "text": r, "error": False} for i, r in enumerate(results)]
+    evs += [{"type": "usage", "completion_tokens": 10}, {"type": "final", "text": final}]
+    return evs
+
+
+def test_the_scorer_accepts_the_right_call_and_a_quoted_result():
+    task = {"kind": "weather", "calls": [{"tool": "weather", "input": {"city": "Kano"}}]}
+    row = score.score(task, _events([("weather", {"city": "kano."})], ["sunny and 20°C in Kano"], "Expect sunny and 20°C in Kano."))
+    assert row["first_turn"] and row["quoted"] and row["final"]
+
+
+@pytest.mark.parametrize(
+    "calls, final, failure, quoted",
+    [
+        ([("weather", {"city": "Kano now"})], "Expect sunny and 20°C in Kano.", "wrong weather.city", True),
+        ([("time", {"city": "Kano"})], "It is sunny and 20°C in Kano.", "wrong tool", True),
+        ([("weather", {"city": "Kano"})], "Expect sun in Kano.", None, False),
+        ([], "Sunny.", "answered without calling a tool", None),
+    ],
+)
+def test_the_scorer_names_each_failure(calls, final, failure, quoted):
+    task = {"kind": "weather", "calls": [{"tool": "weather", "input": {"city": "Kano"}}]}
+    row = score.score(task, _events(calls, ["sunny and 20°C in Kano"] if calls else [], final))
+    assert row["first_turn_failure"] == failure
+    assert row["quoted"] is (quoted if calls else False)

@@ -274,47 +274,58 @@ FILE_TYPE = {
 }
 
 
-def write_gguf(spec: ModelSpec, path: Path) -> Vocab:
-    vocab = build_vocab(spec)
-    head_dim = spec.n_embd // spec.n_head
+def write_llama(path: Path, *, name: str, description: str, context: int, dim: int, layers: int, ffn: int,
+                heads: int, rope_base: float, eps: float, tokens: list[str], types: list[int], merges: list[str],
+                quant: GGMLQuantizationType, tensors: dict[str, np.ndarray]) -> None:
+    """A llama-architecture GGUF with aerix's tokenizer layout: byte-level ``gpt2`` BPE, ChatML
+    control tokens and chat template, no BOS. Every model aerix makes is written here: the
+    generated ones below and the trained one (build/model/export.py). 2-D tensors are stored
+    as ``quant``; norms stay F32 (llama.cpp never quantizes 1-D tensors either)."""
     w = GGUFWriter(path, "llama")
-    w.add_name(f"aerix-{spec.name}")
-    w.add_description("Random weights for tests and benchmarks; not a language model.")
-    w.add_context_length(spec.n_ctx_train)
-    w.add_embedding_length(spec.n_embd)
-    w.add_block_count(spec.n_layer)
-    w.add_feed_forward_length(spec.n_ff)
-    w.add_head_count(spec.n_head)
-    w.add_head_count_kv(spec.n_head)
-    w.add_rope_dimension_count(head_dim)
-    w.add_rope_freq_base(10000.0)
-    w.add_layer_norm_rms_eps(1e-5)
-    w.add_vocab_size(len(vocab.tokens))
-    w.add_file_type(int(FILE_TYPE[spec.quant]))
-    if spec.quant not in (GGMLQuantizationType.F32, GGMLQuantizationType.F16):
+    w.add_name(name)
+    w.add_description(description)
+    w.add_context_length(context)
+    w.add_embedding_length(dim)
+    w.add_block_count(layers)
+    w.add_feed_forward_length(ffn)
+    w.add_head_count(heads)
+    w.add_head_count_kv(heads)
+    w.add_rope_dimension_count(dim // heads)
+    w.add_rope_freq_base(rope_base)
+    w.add_layer_norm_rms_eps(eps)
+    w.add_vocab_size(len(tokens))
+    w.add_file_type(int(FILE_TYPE[quant]))
+    if quant not in (GGMLQuantizationType.F32, GGMLQuantizationType.F16):
         w.add_quantization_version(2)
 
     w.add_tokenizer_model("gpt2")
     w.add_tokenizer_pre("gpt-2")  # llama.cpp's name; "gpt2" is rejected
-    w.add_token_list(vocab.tokens)
-    w.add_token_types(vocab.types)
-    w.add_token_merges(vocab.merges)
-    w.add_bos_token_id(vocab.id(ENDOFTEXT))
-    w.add_eos_token_id(vocab.id(IM_END))
-    w.add_pad_token_id(vocab.id(ENDOFTEXT))
+    w.add_token_list(tokens)
+    w.add_token_types(types)
+    w.add_token_merges(merges)
+    w.add_bos_token_id(tokens.index(ENDOFTEXT))
+    w.add_eos_token_id(tokens.index(IM_END))
+    w.add_pad_token_id(tokens.index(ENDOFTEXT))
     w.add_add_bos_token(False)
     w.add_chat_template(CHAT_TEMPLATE)
 
-    for name, array in make_tensors(spec, vocab).items():
-        if array.ndim == 2 and spec.quant is not GGMLQuantizationType.F32:
-            # Norms stay F32 (1-D tensors are never quantized by llama.cpp either).
-            w.add_tensor(name, quantize(array, spec.quant), raw_dtype=spec.quant)
+    for key, array in tensors.items():
+        if array.ndim == 2 and quant is not GGMLQuantizationType.F32:
+            w.add_tensor(key, quantize(array, quant), raw_dtype=quant)
         else:
-            w.add_tensor(name, array)
+            w.add_tensor(key, array)
     w.write_header_to_file()
     w.write_kv_data_to_file()
     w.write_tensors_to_file()
     w.close()
+
+
+def write_gguf(spec: ModelSpec, path: Path) -> Vocab:
+    vocab = build_vocab(spec)
+    write_llama(path, name=f"aerix-{spec.name}", description="Random weights for tests and benchmarks; not a language model.",
+                context=spec.n_ctx_train, dim=spec.n_embd, layers=spec.n_layer, ffn=spec.n_ff, heads=spec.n_head,
+                rope_base=10000.0, eps=1e-5, tokens=vocab.tokens, types=vocab.types, merges=vocab.merges,
+                quant=spec.quant, tensors=make_tensors(spec, vocab))
     return vocab
 
 

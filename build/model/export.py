@@ -7,12 +7,10 @@ import sys
 from pathlib import Path
 
 import numpy as np
-import torch
-from gguf import GGMLQuantizationType, GGUFWriter, LlamaFileType, TokenType
-from gguf.quants import quantize
+from gguf import GGMLQuantizationType, TokenType
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from models import CHAT_TEMPLATE, CONTROL_TOKENS, ENDOFTEXT, IM_END  # noqa: E402
+from models import CONTROL_TOKENS, write_llama  # noqa: E402
 
 from llama import Config, Llama  # noqa: E402
 
@@ -39,55 +37,17 @@ def write_gguf(path: Path, model: Llama, tokenizer_json: str, *, name: str, desc
     cfg: Config = model.cfg
     tokens, types, merges = vocab_of(tokenizer_json)
     assert len(tokens) == cfg.vocab
-    w = GGUFWriter(path, "llama")
-    w.add_name(name)
-    w.add_description(description)
-    w.add_context_length(cfg.context)
-    w.add_embedding_length(cfg.dim)
-    w.add_block_count(cfg.layers)
-    w.add_feed_forward_length(cfg.ffn)
-    w.add_head_count(cfg.heads)
-    w.add_head_count_kv(cfg.heads)
-    w.add_rope_dimension_count(cfg.dim // cfg.heads)
-    w.add_rope_freq_base(cfg.rope_base)
-    w.add_layer_norm_rms_eps(cfg.eps)
-    w.add_vocab_size(cfg.vocab)
-    w.add_file_type(int({GGMLQuantizationType.F32: LlamaFileType.ALL_F32, GGMLQuantizationType.F16: LlamaFileType.MOSTLY_F16,
-                         GGMLQuantizationType.Q8_0: LlamaFileType.MOSTLY_Q8_0}[quant]))
-    if quant == GGMLQuantizationType.Q8_0:
-        w.add_quantization_version(2)
-    w.add_tokenizer_model("gpt2")
-    w.add_tokenizer_pre("gpt-2")
-    w.add_token_list(tokens)
-    w.add_token_types(types)
-    w.add_token_merges(merges)
-    w.add_bos_token_id(tokens.index(ENDOFTEXT))
-    w.add_eos_token_id(tokens.index(IM_END))
-    w.add_pad_token_id(tokens.index(ENDOFTEXT))
-    w.add_add_bos_token(False)
-    w.add_chat_template(CHAT_TEMPLATE)
-
-    def put(key: str, t: torch.Tensor) -> None:
-        a = t.detach().float().numpy().astype(np.float32)
-        if a.ndim == 2 and quant != GGMLQuantizationType.F32:
-            w.add_tensor(key, quantize(a, quant) if quant == GGMLQuantizationType.Q8_0 else a.astype(np.float16),
-                         raw_dtype=quant if quant == GGMLQuantizationType.Q8_0 else None)
-        else:
-            w.add_tensor(key, a)
-
-    put("token_embd.weight", model.embed.weight)  # no output.weight: llama.cpp ties it to this
-    put("output_norm.weight", model.norm)
+    tensors = {"token_embd.weight": model.embed.weight,  # no output.weight: llama.cpp ties it to this
+               "output_norm.weight": model.norm}
     for i, b in enumerate(model.blocks):
-        put(f"blk.{i}.attn_norm.weight", b.attn_norm)
-        put(f"blk.{i}.attn_q.weight", b.q.weight)
-        put(f"blk.{i}.attn_k.weight", b.k.weight)
-        put(f"blk.{i}.attn_v.weight", b.v.weight)
-        put(f"blk.{i}.attn_output.weight", b.o.weight)
-        put(f"blk.{i}.ffn_norm.weight", b.ffn_norm)
-        put(f"blk.{i}.ffn_gate.weight", b.gate.weight)
-        put(f"blk.{i}.ffn_up.weight", b.up.weight)
-        put(f"blk.{i}.ffn_down.weight", b.down.weight)
-    w.write_header_to_file()
-    w.write_kv_data_to_file()
-    w.write_tensors_to_file()
-    w.close()
+        tensors |= {
+            f"blk.{i}.attn_norm.weight": b.attn_norm, f"blk.{i}.attn_q.weight": b.q.weight,
+            f"blk.{i}.attn_k.weight": b.k.weight, f"blk.{i}.attn_v.weight": b.v.weight,
+            f"blk.{i}.attn_output.weight": b.o.weight, f"blk.{i}.ffn_norm.weight": b.ffn_norm,
+            f"blk.{i}.ffn_gate.weight": b.gate.weight, f"blk.{i}.ffn_up.weight": b.up.weight,
+            f"blk.{i}.ffn_down.weight": b.down.weight,
+        }
+    write_llama(path, name=name, description=description, context=cfg.context, dim=cfg.dim, layers=cfg.layers,
+                ffn=cfg.ffn, heads=cfg.heads, rope_base=cfg.rope_base, eps=cfg.eps, tokens=tokens, types=types,
+                merges=merges, quant=quant,
+                tensors={k: t.detach().float().numpy().astype(np.float32) for k, t in tensors.items()})

@@ -20,6 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from serve import serve  # noqa: E402
 from chromium import launch  # noqa: E402
 
+
 def line(ev: dict) -> str | None:
     """One transcript line per event; text deltas are gathered into the turn that follows."""
     kind = ev["type"]

@@ -335,9 +335,7 @@ def first_thought(task: Task) -> str:
     tools_ = [t for t, _ in task.calls]
     if task.kind == "fahrenheit":
         return "Use weather, then convert to Fahrenheit."
-    if tools_ == ["save_note"]:
-        return "Use save_note."
-    names = " and ".join(dict.fromkeys(tools_))
+    names = tools_[0]
     if len(tools_) == 2:
         names = f"{tools_[0]} twice" if tools_[0] == tools_[1] else f"{tools_[0]} and {tools_[1]}"
     why = " for the umbrella" if task.umbrella else ""

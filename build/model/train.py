@@ -329,8 +329,8 @@ def main() -> int:
     torch.save(model.state_dict(), cache / "weights.pt")
     # A conversation and its token count under our tokenizer: the e2e test sends it to the
     # engine, whose prompt_tokens must agree (llama.cpp's template and tokenizer = ours).
-    probe = corpus.Conversations()(corpus.Task("two", "What's the weather in São Paulo and the time in Zürich?",
-                                               [("weather", {"city": "São Paulo"}), ("time", {"city": "Zürich"})]))
+    probe = conversations(corpus.Task("two", "What's the weather in São Paulo and the time in Zürich?",
+                                 [("weather", {"city": "São Paulo"}), ("time", {"city": "Zürich"})]))
     probe_tokens = len(tok.encode(corpus.render(probe) + "<|im_start|>assistant\n", add_special_tokens=False).ids)
 
     args.out.parent.mkdir(parents=True, exist_ok=True)

@@ -146,12 +146,12 @@ export async function loadEngine({
   const promptMode = choosePromptMode(wllama, prompt);
   const info = {
     prompt: prompt === "chat" ? "chat" : "pending",
-      n_ctx: ctx.n_ctx,
-      n_vocab: ctx.n_vocab,
-      n_threads: wllama.getNumThreads(),
-      isolated,
-      fetchMs,
-      loadMs,
+    n_ctx: ctx.n_ctx,
+    n_vocab: ctx.n_vocab,
+    n_threads: wllama.getNumThreads(),
+    isolated,
+    fetchMs,
+    loadMs,
   };
   promptMode.then((mode) => (info.prompt = mode), () => {});
   const requests = recorder ? [] : undefined;

@@ -20,6 +20,9 @@ ARGS = [
     "--disable-component-update",
     "--disable-sync",
     "--no-first-run",
+    # Shared memory in /tmp, not /dev/shm: a container's /dev/shm can be 64 MB, and a renderer
+    # that runs out of it dies ("Target crashed"). CI saw such a crash once; its cause is not known.
+    "--disable-dev-shm-usage",
 ]
 
 

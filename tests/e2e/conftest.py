@@ -61,6 +61,10 @@ class Traffic:
             self.foreign.append(url)
 
     def on_failed(self, request) -> None:
+        # A blob: URL is the page's own memory (the engine's worker scripts): a load of one
+        # aborted because the page reloaded or navigated away is not a request that failed.
+        if request.url.startswith("blob:") and "ERR_ABORTED" in (request.failure or ""):
+            return
         self.failed.append(f"{request.url} ({request.failure})")
 
     def on_response(self, response) -> None:

@@ -238,7 +238,7 @@ def check(model: Llama, tok: Tokenizer, prefix: str, tasks: list[corpus.Task]) -
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seed", type=int, default=7)
-    ap.add_argument("--steps", type=int, default=2700)
+    ap.add_argument("--steps", type=int, default=2500)
     ap.add_argument("--batch", type=int, default=32)
     ap.add_argument("--lr", type=float, default=2e-3)
     ap.add_argument("--vocab", type=int, default=1024)

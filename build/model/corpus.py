@@ -30,6 +30,7 @@ sys.path.insert(0, str(HERE.parent))  # build/, for models.CHAT_TEMPLATE
 
 import grammar  # noqa: E402
 import tools as demo  # noqa: E402
+from score import RAINY  # noqa: E402
 from worlds import EVAL, TRAIN, UNIT_WORDS, World  # noqa: E402
 
 from aerix import Agent  # noqa: E402
@@ -53,7 +54,6 @@ DIRECT = {
     "about": ("A question about me; no tool is needed.", f"I am a small assistant in this page. {CAN_DO}"),
     "other": ("No tool fits this request.", f"Sorry, I can't help with that. {CAN_DO}"),
 }
-RAINY = ("light rain", "showers", "rain")
 EVAL_SEED = 20261130  # the held-out tasks: their own seed, their own world
 
 

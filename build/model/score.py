@@ -5,7 +5,9 @@
   full stop; a number equal; an expression with the same value, or failing the same way); a
   final with no calls for a request no tool serves.
 - ``quoted``: the run ended in a final that contains every tool result of the run (for a
-  failed call, its message without the ``error: Error: `` prefix). Only tasks that need tools.
+  failed call, its message without the ``error: Error: `` prefix), and, asked whether to take
+  an umbrella, gives the advice the weather calls for (take it when the sky is rainy, else
+  leave it). Only tasks that need tools.
 - ``final``: the run ended with ``final``, not ``end``.
 A failure gets one category, the first that applies.
 """
@@ -69,6 +71,15 @@ def first_turn_failure(task: dict[str, Any], events: list[dict[str, Any]]) -> st
     return "no first turn"
 
 
+RAINY = ("light rain", "showers", "rain")  # the skies of demo.weather that call for an umbrella
+ADVICE = {True: "take an umbrella", False: "leave the umbrella"}
+
+
+def right_advice(results: list[dict[str, Any]], final: str) -> bool:
+    rainy = any(r["text"].startswith(RAINY) for r in results if r.get("tool", "weather") == "weather")
+    return ADVICE[rainy] in final and ADVICE[not rainy] not in final
+
+
 def score(task: dict[str, Any], events: list[dict[str, Any]]) -> dict[str, Any]:
     ending = events[-1] if events else {"type": "end", "reason": "none"}
     results = [e for e in events if e["type"] == "result"]
@@ -86,6 +97,8 @@ def score(task: dict[str, Any], events: list[dict[str, Any]]) -> dict[str, Any]:
             quoted = not missing
             if missing:
                 quote_failure = "final does not quote the result" if len(results) == 1 else "final misses a result"
+            elif task.get("umbrella") and not right_advice(results, ending["text"]):
+                quoted, quote_failure = False, "wrong umbrella advice"
     usage = [e for e in events if e["type"] == "usage"]
     return {
         "kind": task["kind"],

@@ -79,7 +79,7 @@ def test_a_training_conversation_is_the_messages_aerix_keeps_and_feeds_back():
 
 def _events(calls, results, final):
     evs = [{"type": "turn", "turn": 1, "thought": "", "calls": [{"id": f"c{i}", "tool": t, "input": x} for i, (t, x) in enumerate(calls)]}]
-    evs += [{"type": "result", "id": f"c{i}", "text": r, "error": False} for i, r in enumerate(results)]
+    evs += [{"type": "result", "id": f"c{i}", "tool": t, "text": r, "error": False} for i, ((t, _), r) in enumerate(zip(calls, results))]
     evs += [{"type": "usage", "completion_tokens": 10}, {"type": "final", "text": final}]
     return evs
 
@@ -88,6 +88,23 @@ def test_the_scorer_accepts_the_right_call_and_a_quoted_result():
     task = {"kind": "weather", "calls": [{"tool": "weather", "input": {"city": "Kano"}}]}
     row = score.score(task, _events([("weather", {"city": "kano."})], ["sunny and 20°C in Kano"], "Expect sunny and 20°C in Kano."))
     assert row["first_turn"] and row["quoted"] and row["final"]
+
+
+@pytest.mark.parametrize(
+    "result, final, quoted",
+    [
+        ("light rain and 9°C in Kano", "Expect light rain and 9°C in Kano, so take an umbrella.", True),
+        ("light rain and 9°C in Kano", "Expect light rain and 9°C in Kano, so you can leave the umbrella at home.", False),
+        ("sunny and 20°C in Kano", "Expect sunny and 20°C in Kano, so you can leave the umbrella at home.", True),
+        ("sunny and 20°C in Kano", "Expect sunny and 20°C in Kano, so take an umbrella.", False),
+        ("sunny and 20°C in Kano", "Expect sunny and 20°C in Kano.", False),
+    ],
+)
+def test_an_umbrella_answer_must_give_the_advice_the_weather_calls_for(result, final, quoted):
+    task = {"kind": "umbrella", "umbrella": True, "calls": [{"tool": "weather", "input": {"city": "Kano"}}]}
+    row = score.score(task, _events([("weather", {"city": "Kano"})], [result], final))
+    assert row["first_turn"] and row["quoted"] is quoted
+    assert row["quote_failure"] == (None if quoted else "wrong umbrella advice")
 
 
 @pytest.mark.parametrize(

@@ -70,7 +70,7 @@ LIFE = """async ({ phase, mode, at }) => {
 }"""
 
 
-def trial(page, site, mode, at=None, attempts=3):
+def trial(page, site, mode, at=None, attempts=10):
     """Run the first life until its crash reloads the page, then resume in the second life."""
     for _ in range(attempts):
         page.goto(site + "/embed.html")
@@ -84,7 +84,8 @@ def trial(page, site, mode, at=None, attempts=3):
             page.wait_for_function(f"performance.timeOrigin !== {life} && document.readyState === 'complete'")
             assert page.evaluate("sessionStorage.getItem('crashed')") == "1"
             return page.evaluate(LIFE, {"phase": "resume", "mode": mode, "at": at})
-        # the random run never reached the crash point (e.g. it made no send call): try again
+        # the random run (noise model, temperature 2) never reached the crash point (e.g. it made
+        # no send call): try again; CI once saw three such runs in a row
         assert first["crashed"] is False
     pytest.fail(f"in {attempts} runs the crash point {mode} {at} was never reached")
 

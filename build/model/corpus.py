@@ -30,7 +30,7 @@ sys.path.insert(0, str(HERE.parent))  # build/, for models.CHAT_TEMPLATE
 
 import grammar  # noqa: E402
 import tools as demo  # noqa: E402
-from score import RAINY  # noqa: E402
+from score import ADVICE, rainy, result_message  # noqa: E402
 from worlds import EVAL, TRAIN, UNIT_WORDS, World  # noqa: E402
 
 from aerix import Agent  # noqa: E402
@@ -349,12 +349,10 @@ def final_answer(task: Task, results: list[tuple[str, str]]) -> tuple[str, str]:
     """(thought, final) once every result is in: the final quotes each result as it came."""
     failed = [text for _, text in results if text.startswith("error: ")]
     if failed:
-        message = failed[0].removeprefix("error: ").removeprefix("Error: ")
-        return "The tool failed; tell the user why.", f"Sorry, I could not do that: {message}."
+        return "The tool failed; tell the user why.", f"Sorry, I could not do that: {result_message(failed[0])}."
     text = ", and ".join(_LEAD[tool] + result for tool, result in results)
     if task.umbrella:
-        rainy = any(result.startswith(RAINY) for tool, result in results if tool == "weather")
-        text += ", so take an umbrella" if rainy else ", so you can leave the umbrella at home"
+        text += f", so {ADVICE[True]}" if rainy(results) else f", so you can {ADVICE[False]} at home"
     thought = "I have the result." if len(results) == 1 else "I have both results."
     return thought, text[0].upper() + text[1:] + "."
 

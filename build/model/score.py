@@ -72,12 +72,17 @@ def first_turn_failure(task: dict[str, Any], events: list[dict[str, Any]]) -> st
 
 
 RAINY = ("light rain", "showers", "rain")  # the skies of demo.weather that call for an umbrella
-ADVICE = {True: "take an umbrella", False: "leave the umbrella"}
+ADVICE = {True: "take an umbrella", False: "leave the umbrella"}  # what a final says, by rainy()
+
+
+def rainy(results: list[tuple[str, str]]) -> bool:
+    """Whether any weather result, as (tool, text), calls for an umbrella."""
+    return any(text.startswith(RAINY) for tool, text in results if tool == "weather")
 
 
 def right_advice(results: list[dict[str, Any]], final: str) -> bool:
-    rainy = any(r["text"].startswith(RAINY) for r in results if r.get("tool", "weather") == "weather")
-    return ADVICE[rainy] in final and ADVICE[not rainy] not in final
+    wet = rainy([(r["tool"], r["text"]) for r in results])
+    return ADVICE[wet] in final and ADVICE[not wet] not in final
 
 
 def score(task: dict[str, Any], events: list[dict[str, Any]]) -> dict[str, Any]:

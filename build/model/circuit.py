@@ -56,13 +56,19 @@ class Layout:
 
 
 def plant(model: Llama, gen: torch.Generator, *, e: int = 64, offsets: tuple[int, ...] = (1, 2), induction: int = 3,
-          const: float = 3.0, pos_gain: float = 2.3, match_gain: float = 2.0, copy_gain: float = 8.0,
-          out_scale: float = 0.1) -> Layout:
+          lookahead: bool = True, const: float = 3.0, pos_gain: float = 2.3, match_gain: float = 2.0,
+          copy_gain: float = 8.0, look_gain: float = 4.0, out_scale: float = 0.1) -> Layout:
     """Write the circuit into ``model`` (freshly initialised). Layer 0 gets one previous-token
     head per offset (P1: the token before, P2: the one before that); layer 1 gets ``induction``
     heads that match the current bigram (E, P1) against each earlier position's (P1, P2) and
     copy that position's identity. Matching two tokens, not one, matters because spaces are
-    tokens of their own: after a space, "the token that followed a space" is anything."""
+    tokens of their own: after a space, "the token that followed a space" is anything.
+
+    With ``lookahead``, layer 1's next head looks one token further: from the current token it
+    attends to the position two after that token's earlier occurrence and writes what it finds
+    into N, the free dims between C and P. Where a copy may stop ("Porto" + " " + "Alegre" or
+    + "now"; "503" + " " + "-" or + "come") the next token to copy is a space either way: the
+    token after it decides, and N holds it."""
     cfg = model.cfg
     lay = Layout(cfg, e, offsets)
     hd = lay.hd
@@ -118,6 +124,24 @@ def plant(model: Llama, gen: torch.Generator, *, e: int = 64, offsets: tuple[int
             for i in range(e):
                 b1.v.weight[h * hd + i, i] = 1.0
                 b1.o.weight[i, h * hd + i] = copy_gain / induction
+        if lookahead:  # layer 1, head `induction`: E(i) against P2(j); copies E(j) into N
+            h = induction
+            assert h < cfg.heads
+            n0, width = lay.c + 1, min(e, min(lay.prev.values()) - lay.c - 1)
+            emb[:, n0: n0 + width] = 0.0
+            b0.o.weight[n0: n0 + width] = 0.0
+            b0.down.weight[n0: n0 + width] = 0.0
+            rows = slice(h * hd, (h + 1) * hd)
+            for w in (b1.q.weight, b1.k.weight, b1.v.weight):
+                w[rows] = 0.0
+            b1.o.weight[:, rows] = 0.0
+            for n, dim in enumerate(slow_dims):
+                src = n % e
+                b1.q.weight[h * hd + dim, src] = match_gain
+                b1.k.weight[h * hd + dim, p2 + src] = match_gain
+            for i in range(width):
+                b1.v.weight[h * hd + i, i] = 1.0
+                b1.o.weight[n0 + i, h * hd + i] = look_gain
         # unit-variance identities make the tied output layer's logits huge (~150); start them
         # near ±15 so a wrong guess costs a bounded loss
         model.norm.fill_(out_scale)

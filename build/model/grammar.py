@@ -57,7 +57,8 @@ CORES = {
     ),
     "calculate": (
         ("{e}", "the result of {e}", "the answer to {e}", "the value of {e}", "the sum {e}", "the total of {e}"),
-        ("what {e} is", "what {e} makes", "how much {e} is", "what {e} equals", "what you get from {e}"),
+        ("what {e} is", "what {e} makes", "how much {e} is", "what {e} equals", "what you get from {e}",
+         "what {e} gives", "what {e} adds up to", "what {e} works out to", "what {e} comes out as"),
     ),
 }
 # requests no tool serves, in the same frames: a frame says nothing about the tool

@@ -96,24 +96,28 @@ def train_tokenizer(texts: list[str], system_prefix: str, vocab: int) -> Tokeniz
     return tok
 
 
-def encode_examples(tok: Tokenizer, convs: list[list[tuple[str, bool]]]) -> list[tuple[list[int], list[int]]]:
-    """Each conversation's suffix as (ids, trained flags)."""
+def encode_examples(tok: Tokenizer, convs: list[list[tuple[str, bool]]]) -> list[tuple[list[int], list[float]]]:
+    """Each conversation's suffix as (ids, loss weights): 0 where nothing is trained."""
     special = {s: tok.token_to_id(s) for s in SPECIALS}
     texts = sorted({t for conv in convs for t, _ in conv if t not in special})
-    ids_of = dict(zip(texts, (e.ids for e in tok.encode_batch(texts, add_special_tokens=False))))
+    encoded = dict(zip(texts, tok.encode_batch(texts, add_special_tokens=False)))
     out = []
     for conv in convs:
         ids: list[int] = []
-        flags: list[int] = []
+        weights: list[float] = []
         for text, trained in conv:
-            piece = [special[text]] if text in special else ids_of[text]
-            ids += piece
-            flags += [int(trained)] * len(piece)
-        out.append((ids, flags))
+            if text in special:
+                ids.append(special[text])
+                weights.append(float(trained))
+                continue
+            e = encoded[text]
+            ids += e.ids
+            weights += corpus.emphasis(text, e.offsets) if trained else [0.0] * len(e.ids)
+        out.append((ids, weights))
     return out
 
 
-def batches(examples: list[tuple[list[int], list[int]]], size: int, rng: random.Random) -> list[list[int]]:
+def batches(examples: list[tuple[list[int], list[float]]], size: int, rng: random.Random) -> list[list[int]]:
     """Indices in batches of similar length (less padding), in a seeded random order."""
     order = list(range(len(examples)))
     rng.shuffle(order)
@@ -126,7 +130,7 @@ def batches(examples: list[tuple[list[int], list[int]]], size: int, rng: random.
     return [b for b in out if len(b) == size]
 
 
-def tensors(examples: list[tuple[list[int], list[int]]], idx: list[int], pad: int) -> tuple[torch.Tensor, ...]:
+def tensors(examples: list[tuple[list[int], list[float]]], idx: list[int], pad: int) -> tuple[torch.Tensor, ...]:
     s = max(len(examples[i][0]) for i in idx)
     ids = torch.full((len(idx), s), pad, dtype=torch.long)
     target = torch.full((len(idx), s), pad, dtype=torch.long)
@@ -139,11 +143,11 @@ def tensors(examples: list[tuple[list[int], list[int]]], idx: list[int], pad: in
     return ids, target, weight
 
 
-def first_turn_spans(examples: list[tuple[list[int], list[int]]]) -> list[tuple[int, int]]:
+def first_turn_spans(examples: list[tuple[list[int], list[float]]]) -> list[tuple[int, int]]:
     """Where each conversation's first assistant turn is: the first run of trained positions."""
     spans = []
     for _, f in examples:
-        start = f.index(1)
+        start = next(i for i, w in enumerate(f) if w)
         end = start
         while end < len(f) and f[end]:
             end += 1
@@ -152,7 +156,7 @@ def first_turn_spans(examples: list[tuple[list[int], list[int]]]) -> list[tuple[
 
 
 @torch.no_grad()
-def monitor(model: Llama, prefix_ids: torch.Tensor, held: list[tuple[list[int], list[int]]], pad: int,
+def monitor(model: Llama, prefix_ids: torch.Tensor, held: list[tuple[list[int], list[float]]], pad: int,
             tok: Tokenizer | None = None, show: int = 0) -> str:
     """Held-out conversations (eval world, ideal turns), teacher-forced: loss, token accuracy,
     and the share whose first assistant turn is right token for token."""
@@ -238,7 +242,7 @@ def check(model: Llama, tok: Tokenizer, prefix: str, tasks: list[corpus.Task]) -
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seed", type=int, default=7)
-    ap.add_argument("--steps", type=int, default=2500)
+    ap.add_argument("--steps", type=int, default=2700)
     ap.add_argument("--batch", type=int, default=32)
     ap.add_argument("--lr", type=float, default=2e-3)
     ap.add_argument("--vocab", type=int, default=1024)
@@ -279,7 +283,7 @@ def main() -> int:
     lengths = [len(x) for x, _ in examples]
     log(f"tokenizer: {tok.get_vocab_size()} tokens; prefix {len(prefix_ids)} tokens; conversations "
         f"{min(lengths)}–{max(lengths)} tokens after it (mean {sum(lengths) / len(lengths):.0f}), "
-        f"{sum(sum(f) for _, f in examples) / len(examples):.0f} trained ({time.monotonic() - started:.0f} s)")
+        f"{sum(sum(w > 0 for w in f) for _, f in examples) / len(examples):.0f} trained ({time.monotonic() - started:.0f} s)")
 
     cfg = Config(vocab=tok.get_vocab_size(), dim=args.dim, layers=args.layers, heads=args.heads, ffn=args.ffn,
                  rope_base=args.rope_base)

@@ -333,7 +333,9 @@ TRAIN = replace(
         "what are the best museums in {city}?", "write a haiku", "who was Napoleon?", "open my calendar",
     ),
     prefixes=TRAIN.prefixes + ("Excuse me, could you help? ", "Hi there. ", "Good morning, ", "Quick one: "),
-    suffixes=TRAIN.suffixes + (" Cheers!", " ta", " Thanks a lot."),
+    suffixes=TRAIN.suffixes + (" Cheers!", " ta", " Thanks a lot.", " Ta!", " Bye.", " Best.", " Regards.", " Merci!",
+                               " Danke.", " Gracias!", " Thanks so much!", " Much obliged.", " Kind regards.", " Ciao!",
+                               " Great!", " Perfect.", " Nice one.", " Bye now.", " Thx!", " Many thanks.", " Cool."),
 )
 
 

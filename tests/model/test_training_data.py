@@ -52,6 +52,31 @@ def test_no_held_out_prompt_or_city_occurs_in_the_training_data(training_tasks):
     trained_cities = {i["city"].casefold() for t in training_tasks for _, i in t.calls if "city" in i}
     assert not cities & trained_cities
     assert not {str(i.get("expression")) for t in held for _, i in t.calls} & {str(i.get("expression")) for t in training_tasks for _, i in t.calls} - {"None"}
+    held_notes = {i["text"].casefold() for t in held for _, i in t.calls if "text" in i}
+    assert not held_notes & {i["text"].casefold() for t in training_tasks for _, i in t.calls if "text" in i}
+
+
+def test_a_made_up_note_time_is_never_a_held_out_one():
+    import random
+
+    rng = random.Random(3)
+    made = [corpus.note_when(rng) for _ in range(20_000)]
+    held = {w.strip().casefold() for w in worlds.EVAL.note_when if w}
+    assert held and not held & {w.strip().casefold() for w in made}
+    assert any(w.split()[-1][0].isupper() for w in made) and any(w.split()[-1].isdigit() for w in made)
+
+
+def test_the_loss_weighs_a_calls_input_and_the_umbrella_advice_more_than_the_rest():
+    call = '{"thought": "Use weather.", "calls": [{"tool": "weather", "input": {"city": "Porto Alegre"}}]}'
+    w = corpus.emphasis(call, [(i, i + 1) for i in range(len(call))])
+    start, end = call.index('"input"'), call.index("}}") + 1
+    assert set(w[start:end]) == {2.0} and set(w[:start]) | set(w[end:]) == {1.0}
+    final = '{"thought": "I have the result.", "final": "Expect rain and 15°C in Lisbon, so take an umbrella."}'
+    w = corpus.emphasis(final, [(i, i + 1) for i in range(len(final))])
+    start, end = final.index(", so "), final.index("umbrella.") + len("umbrella")
+    assert set(w[start:end]) == {3.0} and set(w[:start]) | set(w[end:]) == {1.0}
+    # a token that straddles the span's edge counts as inside it
+    assert corpus.emphasis(call, [(0, len(call))]) == [2.0]
 
 
 def test_the_model_was_trained_on_the_system_message_aerix_renders_now():

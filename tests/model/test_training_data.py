@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import random
 import sys
 from pathlib import Path
 
@@ -57,8 +58,6 @@ def test_no_held_out_prompt_or_city_occurs_in_the_training_data(training_tasks):
 
 
 def test_a_made_up_note_time_is_never_a_held_out_one():
-    import random
-
     rng = random.Random(3)
     made = [corpus.note_when(rng) for _ in range(20_000)]
     held = {w.strip().casefold() for w in worlds.EVAL.note_when if w}
@@ -66,15 +65,22 @@ def test_a_made_up_note_time_is_never_a_held_out_one():
     assert any(w.split()[-1][0].isupper() for w in made) and any(w.split()[-1].isdigit() for w in made)
 
 
+def _per_char(text):
+    return corpus.emphasis(text, [(i, i + 1) for i in range(len(text))])
+
+
 def test_the_loss_weighs_a_calls_input_and_the_umbrella_advice_more_than_the_rest():
     call = '{"thought": "Use weather.", "calls": [{"tool": "weather", "input": {"city": "Porto Alegre"}}]}'
-    w = corpus.emphasis(call, [(i, i + 1) for i in range(len(call))])
+    w = _per_char(call)
     start, end = call.index('"input"'), call.index("}}") + 1
     assert set(w[start:end]) == {2.0} and set(w[:start]) | set(w[end:]) == {1.0}
-    final = '{"thought": "I have the result.", "final": "Expect rain and 15°C in Lisbon, so take an umbrella."}'
-    w = corpus.emphasis(final, [(i, i + 1) for i in range(len(final))])
-    start, end = final.index(", so "), final.index("umbrella.") + len("umbrella")
-    assert set(w[start:end]) == {3.0} and set(w[:start]) | set(w[end:]) == {1.0}
+    # the finals the oracle writes, so that a change to their wording cannot leave the advice unweighed
+    task = corpus.Task("umbrella", "Umbrella for Lisbon?", [("weather", {"city": "Lisbon"})], umbrella=True)
+    for sky, advice in (("rain", score.ADVICE[True]), ("sunny", score.ADVICE[False])):
+        _, final = corpus.final_answer(task, [("weather", f"{sky} and 15°C in Lisbon")])
+        w = _per_char(final)
+        start, end = final.index(", so "), final.index(advice) + len(advice)
+        assert set(w[start:end]) == {3.0} and set(w[:start]) == {1.0}, final
     # a token that straddles the span's edge counts as inside it
     assert corpus.emphasis(call, [(0, len(call))]) == [2.0]
 

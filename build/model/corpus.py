@@ -40,8 +40,8 @@ __all__ = ["Task", "KINDS", "TRAIN_MIX", "EVAL_COUNTS", "make_task", "train_task
 
 KINDS = ("weather", "umbrella", "time", "convert", "calculate", "note", "two", "fahrenheit", "bad_units", "div_zero", "direct")
 TRAIN_MIX = {
-    "weather": 0.14, "umbrella": 0.07, "time": 0.12, "convert": 0.14, "calculate": 0.14, "note": 0.09,
-    "two": 0.09, "fahrenheit": 0.05, "bad_units": 0.03, "div_zero": 0.02, "direct": 0.11,
+    "weather": 0.13, "umbrella": 0.07, "time": 0.12, "convert": 0.14, "calculate": 0.14, "note": 0.11,
+    "two": 0.10, "fahrenheit": 0.05, "bad_units": 0.03, "div_zero": 0.02, "direct": 0.09,
 }
 EVAL_COUNTS = {
     "weather": 36, "umbrella": 8, "time": 30, "convert": 30, "calculate": 30, "note": 20,
@@ -172,7 +172,9 @@ def expression(rng: random.Random, world: World, zero_divisor: bool = False) -> 
                 return f"{rng.randint(0, 99)}.{rng.randint(1, 9)}"
             return str(rng.randint(1, rng.choice((12, 99, 999))))
 
-        ops = [rng.choice("+-*/") for _ in range(rng.choice((1, 1, 1, 2)))]
+        # training has more two-operator expressions: an operator or a digit that comes twice is
+        # where a copy jumps to the wrong occurrence ("9 * 886 * 78.9" → "9 * 78.9")
+        ops = [rng.choice("+-*/") for _ in range(rng.choice((1, 1, 1, 2) if world is EVAL else (1, 1, 2)))]
         nums = [operand() for _ in range(len(ops) + 1)]
         if zero_divisor:
             ops[-1], nums[-1] = "/", "0"
@@ -203,6 +205,8 @@ def note_text(rng: random.Random, world: World) -> tuple[str, bool]:
     if world is TRAIN:  # made-up words too: a note is copied from its first word, known or not
         if rng.random() < 0.15:
             obj = synthetic_word(rng)
+            if rng.random() < 0.4:  # a made-up compound ("the brenkol tap"): a note goes on past its first noun
+                obj = f"the {obj.lower()} {synthetic_word(rng).lower()}"
         if rng.random() < 0.25:
             verb = synthetic_word(rng).lower()
     when = rng.choice(world.note_when)
@@ -306,13 +310,16 @@ def make_task(rng: random.Random, world: World, kind: str) -> Task:
         shape = rng.choice(("two_weather", "two_weather", "two_time", "weather_time", "time_weather"))
         tools_ = {"two_weather": ("weather", "weather"), "two_time": ("time", "time"),
                   "weather_time": ("weather", "time"), "time_weather": ("time", "weather")}[shape]
-        prompt = _dress(rng, world, rng.choice(getattr(world, shape))).format(a=a, b=b)
+        phrasing = grammar.compose(rng, shape) if composed(rng, world) else rng.choice(getattr(world, shape))
+        prompt = _dress(rng, world, phrasing).format(a=a, b=b)
         return Task(kind, prompt, [(tools_[0], {"city": a}), (tools_[1], {"city": b})])
     if kind == "fahrenheit":
         name = c()
         return Task(kind, _dress(rng, world, rng.choice(world.fahrenheit)).format(city=name), [("weather", {"city": name})])
     if kind in ("convert", "bad_units"):
         src, dst = rng.choice(COMPATIBLE if kind == "convert" else BAD_PAIRS)
+        if world is TRAIN and kind == "convert" and rng.random() < 0.08:  # two temperature scales in one request
+            src, dst = rng.choice((("c", "f"), ("f", "c")))
         v = number(rng, world, temperature=src in ("c", "f"))
         prompt = _dress(rng, world, grammar.compose(rng, "convert") if composed(rng, world) else rng.choice(world.convert))
         w1, w2 = unit_word(rng, src), unit_word(rng, dst)
@@ -410,9 +417,11 @@ def final_answer(task: Task, results: list[tuple[str, str]]) -> tuple[str, str]:
 
 
 # Where the loss weighs more than elsewhere in an assistant turn: a call's input (the copying
-# that the first-turn figure counts: one token cut or added is a wrong call) and the umbrella
+# that the first-turn figure counts: one token cut or added is a wrong call), the tools the
+# first thought names and each call's tool (which tool goes with which city), and the umbrella
 # advice (one token after ", so " decides it, among a whole final's tokens).
-EMPHASIS = ((re.compile(r'"input": \{[^{}]*\}'), 2.0), (re.compile(r", so [^.]*"), 3.0))
+EMPHASIS = ((re.compile(r'"input": \{[^{}]*\}'), 2.0), (re.compile(r'"tool": "[^"]*"'), 2.0),
+            (re.compile(r'"thought": "Use [^"]*"'), 2.0), (re.compile(r", so [^.]*"), 3.0))
 
 
 def emphasis(text: str, offsets: list[tuple[int, int]]) -> list[float]:

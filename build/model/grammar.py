@@ -2,7 +2,7 @@
 tool's words wherever they stand in a sentence, not a sentence learnt whole.
 
 Training only. ``compose(rng, kind)`` returns a phrasing with the same slots as the listed
-ones in worlds.py ({city}, {v} {u1} … {u2}, {e}, {note}); ``EVAL_TEMPLATES`` are never produced
+ones in worlds.py ({city}, {a} and {b}, {v} {u1} … {u2}, {e}, {note}); ``EVAL_TEMPLATES`` are never produced
 (``check`` asserts it over every phrasing the grammar can make).
 """
 
@@ -106,9 +106,33 @@ def _templates(kind: str) -> list[str]:
     return [t[0].upper() + t[1:] if t[0].islower() else t for t in out]
 
 
+# Two calls in one request: two noun phrases or two clauses, each with its own tool's words next
+# to its own city, in either order ("the time in {a} and the forecast for {b}"), so that which
+# tool goes with which city is read from the words beside it, not from how the sentence opens.
+# Phrases that name a clock stay out of these: a held-out request pairs "the clock" with a
+# forecast, and the pairing is left for the model to work out from single requests.
+PAIR_JOINS = (" and ", ", and ", " and also ", " plus ")
+TOOL_OF_SHAPE = {"two_weather": ("weather", "weather"), "two_time": ("time", "time"),
+                 "weather_time": ("weather", "time"), "time_weather": ("time", "weather")}
+
+
+def _pair_templates(shape: str) -> list[str]:
+    first, second = TOOL_OF_SHAPE[shape]
+    out = []
+    for kind, frames in ((0, NOUN_FRAMES), (1, CLAUSE_FRAMES)):
+        xs = [c for c in CORES[first][kind] if "clock" not in c]
+        ys = [c for c in CORES[second][kind] if "clock" not in c]
+        for frame, x, y, join in itertools.product(frames, xs, ys, PAIR_JOINS):
+            if x == y or (kind == 1 and join == " plus "):
+                continue
+            out.append(frame.replace("{x}", x.replace("{city}", "{a}") + join + y.replace("{city}", "{b}")))
+    return [t[0].upper() + t[1:] if t[0].islower() else t for t in out]
+
+
 TEMPLATES = {k: _templates(k) for k in ("weather", "time", "convert", "calculate", "note", "note_fact", "other")}
+TEMPLATES.update({shape: _pair_templates(shape) for shape in TOOL_OF_SHAPE})
 EVAL_TEMPLATES = {t.casefold() for f in ("weather", "umbrella", "time", "fahrenheit", "convert", "calculate", "note", "note_fact",
-                                         "other", "greetings", "thanks", "about")
+                                         "other", "greetings", "thanks", "about", *TOOL_OF_SHAPE)
                   for t in getattr(EVAL, f)}
 for _k, _ts in TEMPLATES.items():
     TEMPLATES[_k] = [t for t in _ts if t.casefold() not in EVAL_TEMPLATES]

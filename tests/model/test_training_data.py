@@ -69,11 +69,16 @@ def _per_char(text):
     return corpus.emphasis(text, [(i, i + 1) for i in range(len(text))])
 
 
-def test_the_loss_weighs_a_calls_input_and_the_umbrella_advice_more_than_the_rest():
-    call = '{"thought": "Use weather.", "calls": [{"tool": "weather", "input": {"city": "Porto Alegre"}}]}'
+def test_the_loss_weighs_the_tool_choice_a_calls_input_and_the_umbrella_advice_more_than_the_rest():
+    call = '{"thought": "Use weather and time.", "calls": [{"tool": "weather", "input": {"city": "Porto Alegre"}}, {"tool": "time", "input": {"city": "Oslo"}}]}'
     w = _per_char(call)
-    start, end = call.index('"input"'), call.index("}}") + 1
-    assert set(w[start:end]) == {2.0} and set(w[:start]) | set(w[end:]) == {1.0}
+    heavy = [(call.index('"thought"'), call.index('time."') + 6)]  # the tools the first thought names
+    for key in ('"tool": "weather"', '"tool": "time"', '"input": {"city": "Porto Alegre"}', '"input": {"city": "Oslo"}'):
+        heavy.append((call.index(key), call.index(key) + len(key)))
+    inside = {i for a, b in heavy for i in range(a, b)}
+    assert {w[i] for i in inside} == {2.0}
+    assert {w[i] for i in range(len(call)) if i not in inside} == {1.0}
+    assert set(_per_char('{"thought": "I have both results.", "final": "It is 09:00 in Oslo."}')) == {1.0}
     # the finals the oracle writes, so that a change to their wording cannot leave the advice unweighed
     task = corpus.Task("umbrella", "Umbrella for Lisbon?", [("weather", {"city": "Lisbon"})], umbrella=True)
     for sky, advice in (("rain", score.ADVICE[True]), ("sunny", score.ADVICE[False])):

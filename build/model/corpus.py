@@ -308,8 +308,7 @@ def make_task(rng: random.Random, world: World, kind: str) -> Task:
         while b.casefold() == a.casefold():
             b = c()
         shape = rng.choice(("two_weather", "two_weather", "two_time", "weather_time", "time_weather"))
-        tools_ = {"two_weather": ("weather", "weather"), "two_time": ("time", "time"),
-                  "weather_time": ("weather", "time"), "time_weather": ("time", "weather")}[shape]
+        tools_ = grammar.TOOL_OF_SHAPE[shape]
         phrasing = grammar.compose(rng, shape) if composed(rng, world) else rng.choice(getattr(world, shape))
         prompt = _dress(rng, world, phrasing).format(a=a, b=b)
         return Task(kind, prompt, [(tools_[0], {"city": a}), (tools_[1], {"city": b})])

@@ -88,12 +88,17 @@ VERB_FRAMES = {
 NOTE_VERBS = ("Save", "Add", "Make", "Write", "Take", "Store", "Keep", "Create", "Put")
 
 
+def _capitalised(templates: list[str]) -> list[str]:
+    """Each template with its first letter upper-case ("{city}" and other slots left as they are)."""
+    return [t[0].upper() + t[1:] if t[0].islower() else t for t in templates]
+
+
 def _templates(kind: str) -> list[str]:
     if kind == "other":
         nouns, clauses = OTHER
         out = [f.replace("{x}", c) for f, c in itertools.product(NOUN_FRAMES, nouns)]
         out += [f.replace("{x}", c) for f, c in itertools.product(CLAUSE_FRAMES, clauses)]
-        return [t[0].upper() + t[1:] if t[0].islower() else t for t in out]
+        return _capitalised(out)
     if kind in ("note", "note_fact"):
         out = []
         for f in VERB_FRAMES[kind]:
@@ -103,7 +108,7 @@ def _templates(kind: str) -> list[str]:
     out = [f.replace("{x}", c) for f, c in itertools.product(NOUN_FRAMES, nouns)]
     out += [f.replace("{x}", c) for f, c in itertools.product(CLAUSE_FRAMES, clauses)]
     out += list(VERB_FRAMES.get(kind, ()))
-    return [t[0].upper() + t[1:] if t[0].islower() else t for t in out]
+    return _capitalised(out)
 
 
 # Two calls in one request: two noun phrases or two clauses, each with its own tool's words next
@@ -126,7 +131,7 @@ def _pair_templates(shape: str) -> list[str]:
             if x == y or (kind == 1 and join == " plus "):
                 continue
             out.append(frame.replace("{x}", x.replace("{city}", "{a}") + join + y.replace("{city}", "{b}")))
-    return [t[0].upper() + t[1:] if t[0].islower() else t for t in out]
+    return _capitalised(out)
 
 
 TEMPLATES = {k: _templates(k) for k in ("weather", "time", "convert", "calculate", "note", "note_fact", "other")}

@@ -168,7 +168,7 @@ def expression(rng: random.Random, world: World, zero_divisor: bool = False) -> 
     """(what the user writes, what the agent passes to calculate)."""
     while True:
         def operand() -> str:
-            if rng.random() < 0.12:
+            if rng.random() < (0.12 if world is EVAL else 0.25):  # training copies more decimals
                 return f"{rng.randint(0, 99)}.{rng.randint(1, 9)}"
             return str(rng.randint(1, rng.choice((12, 99, 999))))
 
@@ -248,6 +248,18 @@ BAD_PAIRS = [("kg", "km"), ("km", "kg"), ("l", "m"), ("c", "km"), ("lb", "gal"),
              ("gal", "ft"), ("g", "cm"), ("m", "c"), ("oz", "l"), ("cm", "g")]
 
 
+def dimension(unit: str) -> str:
+    return "temperature" if unit in demo.SHOWN else demo.FACTORS[unit][0]
+
+
+# Training also draws from every pair the tool converts or refuses: in the lists above the target
+# nearly names the source ("to m" comes only from ft or km), and a model that learns that guesses
+# the source from the target instead of reading it.
+_UNITS = [*demo.FACTORS, *demo.SHOWN]
+ANY_COMPATIBLE = [(a, b) for a in _UNITS for b in _UNITS if a != b and dimension(a) == dimension(b)]
+ANY_BAD = [(a, b) for a in _UNITS for b in _UNITS if dimension(a) != dimension(b)]
+
+
 # -- tasks ---------------------------------------------------------------------------------
 
 # Words that may follow a name or an expression in a request: a name ends where the capitalised
@@ -316,7 +328,10 @@ def make_task(rng: random.Random, world: World, kind: str) -> Task:
         name = c()
         return Task(kind, _dress(rng, world, rng.choice(world.fahrenheit)).format(city=name), [("weather", {"city": name})])
     if kind in ("convert", "bad_units"):
-        src, dst = rng.choice(COMPATIBLE if kind == "convert" else BAD_PAIRS)
+        if world is TRAIN and rng.random() < 0.5:
+            src, dst = rng.choice(ANY_COMPATIBLE if kind == "convert" else ANY_BAD)
+        else:
+            src, dst = rng.choice(COMPATIBLE if kind == "convert" else BAD_PAIRS)
         if world is TRAIN and kind == "convert" and rng.random() < 0.08:  # two temperature scales in one request
             src, dst = rng.choice((("c", "f"), ("f", "c")))
         v = number(rng, world, temperature=src in ("c", "f"))

@@ -57,6 +57,17 @@ def test_no_held_out_prompt_or_city_occurs_in_the_training_data(training_tasks):
     assert not held_notes & {i["text"].casefold() for t in training_tasks for _, i in t.calls if "text" in i}
 
 
+def test_training_converts_every_unit_pair_so_the_target_unit_does_not_give_the_source_away(training_tasks):
+    pairs = {(i["from"], i["to"]) for t in training_tasks for tool, i in t.calls if tool == "convert"}
+    units = demo.UNITS
+    assert pairs == {(a, b) for a in units for b in units if a != b}
+    for a, b in corpus.ANY_COMPATIBLE:  # the oracle expects a result exactly where the tool gives one
+        assert demo.convert(1, a, b)
+    for a, b in corpus.ANY_BAD:
+        with pytest.raises(demo.ToolFailed):
+            demo.convert(1, a, b)
+
+
 def test_a_made_up_note_time_is_never_a_held_out_one():
     rng = random.Random(3)
     made = [corpus.note_when(rng) for _ in range(20_000)]

@@ -255,9 +255,8 @@ def dimension(unit: str) -> str:
 # Training also draws from every pair the tool converts or refuses: in the lists above the target
 # nearly names the source ("to m" comes only from ft or km), and a model that learns that guesses
 # the source from the target instead of reading it.
-_UNITS = [*demo.FACTORS, *demo.SHOWN]
-ANY_COMPATIBLE = [(a, b) for a in _UNITS for b in _UNITS if a != b and dimension(a) == dimension(b)]
-ANY_BAD = [(a, b) for a in _UNITS for b in _UNITS if dimension(a) != dimension(b)]
+ANY_COMPATIBLE = [(a, b) for a in demo.UNITS for b in demo.UNITS if a != b and dimension(a) == dimension(b)]
+ANY_BAD = [(a, b) for a in demo.UNITS for b in demo.UNITS if dimension(a) != dimension(b)]
 
 
 # -- tasks ---------------------------------------------------------------------------------

@@ -86,6 +86,18 @@ VERB_FRAMES = {
                   "Note that {note}.", "For my notes: {note}", "Keep in mind: {note}"),
 }
 NOTE_VERBS = ("Save", "Add", "Make", "Write", "Take", "Store", "Keep", "Create", "Put")
+# Requests typed as a label and a city ("Forecast: Lisbon"). Most labelled requests in the lists
+# are notes ("Note: …", "Write down: …"), and a model that learns "a label and a colon make a note"
+# saves "Kiel" as a note; the label's words must decide, for the tools and for what no tool serves.
+LABELS = {
+    "weather": ("Weather", "Forecast", "Weather today", "Today's forecast", "Weather update", "Current weather",
+                "Temperature", "Conditions", "Weather please", "Forecast today"),
+    "time": ("Time", "Local time", "Current time", "Clock", "Time now", "Hour", "Local hour", "Time please",
+             "Time zone check", "Current hour"),
+    "other": ("Hotels", "Population", "History", "Flights", "Restaurants", "Museums", "Directions", "Mayor",
+              "News", "Train times"),
+}
+LABEL_FRAMES = ("{label}: {city}", "{label} for {city}?", "{label}, {city}")
 
 
 def _capitalised(templates: list[str]) -> list[str]:
@@ -98,7 +110,7 @@ def _templates(kind: str) -> list[str]:
         nouns, clauses = OTHER
         out = [f.replace("{x}", c) for f, c in itertools.product(NOUN_FRAMES, nouns)]
         out += [f.replace("{x}", c) for f, c in itertools.product(CLAUSE_FRAMES, clauses)]
-        return _capitalised(out)
+        return _capitalised(out + _labelled(kind))
     if kind in ("note", "note_fact"):
         out = []
         for f in VERB_FRAMES[kind]:
@@ -108,7 +120,11 @@ def _templates(kind: str) -> list[str]:
     out = [f.replace("{x}", c) for f, c in itertools.product(NOUN_FRAMES, nouns)]
     out += [f.replace("{x}", c) for f, c in itertools.product(CLAUSE_FRAMES, clauses)]
     out += list(VERB_FRAMES.get(kind, ()))
-    return _capitalised(out)
+    return _capitalised(out + _labelled(kind))
+
+
+def _labelled(kind: str) -> list[str]:
+    return [f.replace("{label}", label) for f, label in itertools.product(LABEL_FRAMES, LABELS.get(kind, ()))]
 
 
 # Two calls in one request: two noun phrases or two clauses, each with its own tool's words next

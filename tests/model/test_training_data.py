@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 import json
 import random
+import re
 import sys
 from pathlib import Path
 
@@ -68,6 +69,20 @@ def test_training_converts_every_unit_pair_so_the_target_unit_does_not_give_the_
             demo.convert(1, a, b)
 
 
+def test_requests_typed_as_a_label_and_a_city_are_not_all_notes(training_tasks):
+    """A label and a colon must not mean "note": the label's words decide, tool or none."""
+    by_kind: dict[str, set[str]] = {}
+    for t in training_tasks:
+        m = re.fullmatch(r"([A-Z][\w' ]*): ([^:]+)", t.prompt)
+        city = t.calls[0][1].get("city") if t.calls else None
+        if m and (t.kind == "note" or (t.kind in ("weather", "time", "direct") and m[2] == city) or
+                  (t.kind == "direct" and m[2][0].isupper() and " " not in m[2])):
+            by_kind.setdefault(t.kind, set()).add(m[1])
+    assert {"Forecast", "Local time", "Hotels"} <= by_kind["weather"] | by_kind["time"] | by_kind["direct"]
+    assert len(by_kind["weather"]) >= 5 and len(by_kind["time"]) >= 5 and len(by_kind["direct"]) >= 5
+    assert not (by_kind["weather"] | by_kind["time"]) & by_kind["note"]
+
+
 def test_a_made_up_note_time_is_never_a_held_out_one():
     rng = random.Random(3)
     made = [corpus.note_when(rng) for _ in range(20_000)]
@@ -80,7 +95,7 @@ def _per_char(text):
     return corpus.emphasis(text, [(i, i + 1) for i in range(len(text))])
 
 
-def test_the_loss_weighs_the_tool_choice_a_calls_input_and_the_umbrella_advice_more_than_the_rest():
+def test_the_loss_weighs_the_tool_choice_a_calls_input_the_umbrella_advice_and_the_source_unit_more_than_the_rest():
     call = '{"thought": "Use weather and time.", "calls": [{"tool": "weather", "input": {"city": "Porto Alegre"}}, {"tool": "time", "input": {"city": "Oslo"}}]}'
     w = _per_char(call)
     heavy = [(call.index('"thought"'), call.index('time."') + 6)]  # the tools the first thought names
@@ -97,6 +112,13 @@ def test_the_loss_weighs_the_tool_choice_a_calls_input_and_the_umbrella_advice_m
         w = _per_char(final)
         start, end = final.index(", so "), final.index(advice) + len(advice)
         assert set(w[start:end]) == {3.0} and set(w[:start]) == {1.0}, final
+    # a conversion's source unit weighs most: it is what models guessed from the target
+    convert = '{"thought": "Use convert.", "calls": [{"tool": "convert", "input": {"value": 3, "from": "mi", "to": "km"}}]}'
+    w = _per_char(convert)
+    start = convert.index('"from"')
+    end = start + len('"from": "mi"')
+    assert set(w[start:end]) == {4.0}
+    assert set(w[end:convert.index("}}]")]) == {2.0}
     # a token that straddles the span's edge counts as inside it
     assert corpus.emphasis(call, [(0, len(call))]) == [2.0]
 

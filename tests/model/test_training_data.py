@@ -75,8 +75,8 @@ def test_requests_typed_as_a_label_and_a_city_are_not_all_notes(training_tasks):
     for t in training_tasks:
         m = re.fullmatch(r"([A-Z][\w' ]*): ([^:]+)", t.prompt)
         city = t.calls[0][1].get("city") if t.calls else None
-        if m and (t.kind == "note" or (t.kind in ("weather", "time", "direct") and m[2] == city) or
-                  (t.kind == "direct" and m[2][0].isupper() and " " not in m[2])):
+        if m and (t.kind == "note" or (t.kind in ("weather", "time") and m[2] == city) or
+                  (t.kind == "direct" and m[2][0].isupper() and " " not in m[2])):  # "Hotels: Oslo"
             by_kind.setdefault(t.kind, set()).add(m[1])
     assert {"Forecast", "Local time", "Hotels"} <= by_kind["weather"] | by_kind["time"] | by_kind["direct"]
     assert len(by_kind["weather"]) >= 5 and len(by_kind["time"]) >= 5 and len(by_kind["direct"]) >= 5

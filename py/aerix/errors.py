@@ -7,7 +7,8 @@
      ├─ kind "end"      ``Agent.ask`` on a run that did not end with a final answer;
      │                  carries ``reason`` (turns | retries | abort | error) and ``events``
      ├─ kind "engine"   raised by a model when the engine failed; the loop turns it into
-     │                  an ``end`` event with reason ``error``, never lets it out of ``run``
+     │                  an ``end`` event with reason ``error`` (carrying the server's RFC 9457
+     │                  ``problem`` document, if any), never lets it out of ``run``
      ├─ kind "output"   raised by a model when one generation's output was unusable but the
      │                  engine is fine (e.g. bytes that are not UTF-8); the loop retries
      └─ kind "abort"    raised by a model that stopped because its signal was aborted
@@ -26,7 +27,8 @@ _KINDS = ("options", "busy", "end", "engine", "output", "abort")
 
 
 class AerixError(Exception):
-    """An aerix failure. ``kind`` says which family; ``reason`` and ``events`` ride along for ``end``."""
+    """An aerix failure. ``kind`` says which family; ``reason`` and ``events`` ride along for
+    ``end``; ``problem`` is an RFC 9457 problem document a server sent with an ``engine`` failure."""
 
     def __init__(
         self,
@@ -35,6 +37,7 @@ class AerixError(Exception):
         *,
         reason: str | None = None,
         events: list[Any] | None = None,
+        problem: dict[str, Any] | None = None,
     ) -> None:
         if kind not in _KINDS:
             raise ValueError(f"unknown AerixError kind {kind!r}")
@@ -43,6 +46,7 @@ class AerixError(Exception):
         self.message = message
         self.reason = reason
         self.events = list(events) if events is not None else []
+        self.problem = problem
 
     def __repr__(self) -> str:
         extra = f", reason={self.reason!r}" if self.reason is not None else ""

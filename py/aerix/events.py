@@ -136,11 +136,22 @@ class Waiting(_EventBase):
 
 @dataclass(frozen=True)
 class End(_EventBase):
-    """The run's ending without an answer: ``reason`` is turns, retries, abort, error, timeout or tokens."""
+    """The run's ending without an answer: ``reason`` is turns, retries, abort, error, timeout or tokens.
+
+    ``problem``: the RFC 9457 problem document an OpenAI-compatible server sent with the failure
+    that ended the run (reason ``error``), as it was sent; ``None`` otherwise, and then left out
+    of ``to_dict()``."""
 
     reason: EndReason
     message: str
+    problem: dict[str, Any] | None = None
     type: Literal["end"] = field(default="end", init=False)
+
+    def to_dict(self) -> dict[str, Any]:
+        out = super().to_dict()
+        if out["problem"] is None:
+            del out["problem"]
+        return out
 
 
 Event = Union[Text, Usage, Turn, Call, Result, Retry, Waiting, Final, End]

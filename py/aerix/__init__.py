@@ -8,13 +8,13 @@ from __future__ import annotations
 
 from .abort import Abort
 from .agent import Agent, Answer
+from .durable import Decision, RunRecord
 from .client import ChatClient, tools_for_llm
 from .engines.openai import OpenAIModel
 from .errors import AerixError
 from .events import Call, End, Event, Final, Result, Retry, Text, Turn, Usage, Waiting
 from .limits import Hooks, Limits
 from .model import Model
-from .runs import Decision, RunRecord
 from .tools import Tool, ToolContext, tool
 from .turn import parse_turn, system_message, turn_schema
 

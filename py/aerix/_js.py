@@ -13,7 +13,7 @@ from typing import Any, AsyncIterator, Callable
 
 from .errors import AerixError
 
-__all__ = ["IN_PYODIDE", "FetchStream", "call_js", "fetch_stream", "iterate_js", "js_callable", "js_error", "js_module", "js_signal", "to_js", "to_py"]
+__all__ = ["IN_PYODIDE", "FetchStream", "call_js", "fetch_stream", "iterate_js", "js_callable", "js_error", "js_listen", "js_module", "js_signal", "to_js", "to_py"]
 
 IN_PYODIDE = sys.platform == "emscripten"
 
@@ -97,6 +97,14 @@ def js_signal(signal: Any) -> tuple[Any, Callable[[], None]]:
         return signal, lambda: None
     proxy = create_proxy(signal)
     return proxy, proxy.destroy
+
+
+def js_listen(target: Any, event: str, fn: Callable[..., Any]) -> None:
+    """Call ``fn`` once when ``target`` (an ``EventTarget``, e.g. an ``AbortSignal``) fires ``event``."""
+    _require()
+    from pyodide.ffi import create_once_callable
+
+    target.addEventListener(event, create_once_callable(fn), to_js({"once": True}))
 
 
 def js_callable(fn: Callable[..., Any]) -> tuple[Any, Callable[[], None]]:

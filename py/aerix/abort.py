@@ -1,13 +1,19 @@
-"""Cancellation: anything with a truthy ``.aborted`` is a signal.
+"""Cancellation, one way: a run composes the caller's signal once, and everything reads that.
 
-A JavaScript ``AbortSignal`` proxied into Python works as it is; :class:`Abort` is the Python one.
+The caller's signal is anything with a truthy ``.aborted``: an :class:`Abort`, or a JavaScript
+``AbortSignal`` proxied into Python as it is. When a run starts, the loop composes it once into
+the run's :class:`Abort` (:func:`run_signal`: the caller's ``Abort`` itself, or one following
+any other signal); the model, the tools and the hooks get that one object. Whoever needs to stop something at once subscribes with :meth:`Abort.on_abort`
+(the JS edge turns it into a real ``AbortSignal`` for the engine that way); whoever loops polls
+``.aborted``. Reading ``.aborted`` also looks at the caller's signal, so a signal that cannot
+call back (a plain object) is still seen at the next read.
 """
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import Any, Callable, Protocol
 
-__all__ = ["Abort", "Signal", "is_aborted"]
+__all__ = ["Abort", "Signal", "is_aborted", "run_signal"]
 
 
 class Signal(Protocol):
@@ -25,17 +31,77 @@ class Abort:
     """
 
     def __init__(self) -> None:
-        self.aborted = False
+        self._aborted = False
         self.reason: str | None = None
+        self._parent: Any = None
+        self._callbacks: list[Callable[[str | None], Any]] = []
+
+    @classmethod
+    def following(cls, parent: Any) -> Abort:
+        """A new signal that aborts when ``parent`` does (``parent`` may be ``None``).
+
+        An ``Abort`` parent calls back at once; a JavaScript ``AbortSignal`` is listened to; any
+        other object with ``.aborted`` is read whenever this signal is."""
+        child = cls()
+        child._parent = parent
+        if isinstance(parent, Abort):
+            parent.on_abort(child.abort)
+        elif callable(getattr(parent, "addEventListener", None)):
+            _listen_js(parent, child)
+        if is_aborted(parent):
+            child.abort(_reason(parent))
+        return child
+
+    @property
+    def aborted(self) -> bool:
+        if not self._aborted and self._parent is not None and is_aborted(self._parent):
+            self.abort(_reason(self._parent))
+        return self._aborted
 
     def abort(self, reason: str | None = None) -> None:
-        if not self.aborted:
-            self.aborted = True
-            self.reason = reason
+        if self._aborted:
+            return
+        self._aborted = True
+        self.reason = reason
+        callbacks, self._callbacks = self._callbacks, []
+        for callback in callbacks:
+            callback(reason)
+
+    def on_abort(self, callback: Callable[[str | None], Any]) -> Callable[[], None]:
+        """Call ``callback(reason)`` once, when this signal aborts (at once if it has); returns
+        a function that unsubscribes."""
+        if self.aborted:
+            callback(self.reason)
+            return lambda: None
+        self._callbacks.append(callback)
+
+        def unsubscribe() -> None:
+            if callback in self._callbacks:
+                self._callbacks.remove(callback)
+
+        return unsubscribe
 
     def __repr__(self) -> str:
-        return f"Abort(aborted={self.aborted})"
+        return f"Abort(aborted={self._aborted})"
+
+
+def run_signal(signal: Any) -> Abort:
+    """The run's one signal, composed once when a run starts: the caller's ``Abort`` itself (so a
+    tool that aborts ``ctx.signal`` aborts the caller's), or an ``Abort`` following any other."""
+    return signal if isinstance(signal, Abort) else Abort.following(signal)
 
 
 def is_aborted(signal: Any) -> bool:
     return signal is not None and bool(getattr(signal, "aborted", False))
+
+
+def _reason(signal: Any) -> str | None:
+    reason = getattr(signal, "reason", None)
+    return reason if isinstance(reason, str) or reason is None else str(reason)
+
+
+def _listen_js(parent: Any, child: Abort) -> None:
+    """Follow a JavaScript ``AbortSignal`` through its ``abort`` event (the edge owns the proxy)."""
+    from ._js import js_listen
+
+    js_listen(parent, "abort", lambda *_: child.abort(_reason(parent)))

@@ -1,109 +1,244 @@
-"""A run's bookkeeping against its store: checkpoints, effect records, approvals.
+"""Durable runs, in one place: the record a store keeps, the checkpoints the loop writes into
+it, effects recorded once, approvals, and the lifecycle (start, resume, approve, recover,
+interrupt) that ``Agent`` delegates to.
 
-The loop (``agent.py``) calls these at fixed points; a run without a store gets
-:class:`Ephemeral`, whose bookkeeping does nothing, so the loop reads the same either way.
+A run record is plain JSON data (it crosses into IndexedDB unchanged):
+
+    id, status, prompt, idempotency_key, created_at, updated_at,
+    checkpoint   {messages, calls_made, generations, refused_in_row, tokens, elapsed_s, pending}:
+                 the conversation and the loop's state after its last generation or tool result
+                 (None: not started); ``pending`` is ``loop.Pending.to_dict()``
+    ending       the ending event as a dict, once the run has ended
+    approvals    approval id -> {id, call_id, title, body, created_at, timeout_s, decision}
+
+Statuses: ``queued`` (created, not started), ``running``, ``waiting`` (an approval is pending),
+``interrupted`` (its page went away mid-run), and the ended ``completed`` (a final answer),
+``failed`` (ended turns, retries, error, timeout or tokens) and ``cancelled`` (aborted).
 """
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import inspect
 import itertools
 import json
-from dataclasses import asdict, dataclass
-from typing import Any, Callable
+import uuid
+from contextlib import aclosing
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, AsyncGenerator, Callable, Literal
 
 from .errors import AerixError
-from .events import Event
-from .runs import Decision, RunRecord, status_of_ending
-from .tools import Tool, ToolContext, run_tool
+from .events import End, Event, Final, event_from_dict
+from .loop import Conversation, Loop, LoopState
+from .stores import Store
+from .tools import Decision, Tool, ToolContext, WaitingForApproval, run_tool
 
-__all__ = ["Durable", "Ephemeral", "RunState", "WaitingForApproval"]
+if TYPE_CHECKING:
+    from .agent import Agent
+
+__all__ = ["ENDED", "Decision", "Durable", "RunRecord", "RunStatus", "Runs", "status_of_ending"]
+
+RunStatus = Literal["queued", "running", "waiting", "completed", "failed", "cancelled", "interrupted"]
+ENDED = frozenset({"completed", "failed", "cancelled"})
 
 
 @dataclass
-class RunState:
-    """The loop's counters and pending step: with the conversation, what a checkpoint holds.
+class RunRecord:
+    """One durable run, as a store keeps it."""
 
-    ``pending`` is the accepted turn whose calls or final are not finished:
-    ``{"turn", "thought", "final", "calls": [{"id", "tool", "input"}], "results": [[id, tool, text, error]]}``.
-    """
+    id: str
+    prompt: str
+    status: RunStatus = "queued"
+    idempotency_key: str | None = None
+    created_at: float = 0.0
+    updated_at: float = 0.0
+    checkpoint: dict[str, Any] | None = None
+    ending: dict[str, Any] | None = None
+    approvals: dict[str, dict[str, Any]] = field(default_factory=dict)
 
-    generations: int = 0
-    refused_in_row: int = 0
-    tokens: int = 0
-    elapsed_s: float = 0.0
-    pending: dict[str, Any] | None = None
+    def to_dict(self) -> dict[str, Any]:
+        return copy.deepcopy(
+            {
+                "id": self.id,
+                "prompt": self.prompt,
+                "status": self.status,
+                "idempotency_key": self.idempotency_key,
+                "created_at": self.created_at,
+                "updated_at": self.updated_at,
+                "checkpoint": self.checkpoint,
+                "ending": self.ending,
+                "approvals": self.approvals,
+            }
+        )
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> RunState:
-        return cls(**{k: data[k] for k in ("generations", "refused_in_row", "tokens", "elapsed_s", "pending")})
+    def from_dict(cls, data: dict[str, Any]) -> RunRecord:
+        data = copy.deepcopy(data)
+        return cls(
+            id=data["id"],
+            prompt=data["prompt"],
+            status=data.get("status", "queued"),
+            idempotency_key=data.get("idempotency_key"),
+            created_at=data.get("created_at", 0.0),
+            updated_at=data.get("updated_at", 0.0),
+            checkpoint=data.get("checkpoint"),
+            ending=data.get("ending"),
+            approvals=data.get("approvals") or {},
+        )
 
+    @property
+    def ended(self) -> bool:
+        return self.status in ENDED
 
-class WaitingForApproval(BaseException):
-    """Raised through a tool or hook by ``ctx.approve`` to pause the run.
-
-    A ``BaseException`` so that the ``except Exception`` that turns a tool's failure into its
-    result lets it pass, as it does ``asyncio.CancelledError``."""
-
-    def __init__(self, approval: dict[str, Any]) -> None:
-        super().__init__(approval["id"])
-        self.approval = approval
-
-
-class Ephemeral:
-    """A run kept only in memory: no checkpoints, effects run every time, no approvals."""
-
-    run_id: str | None = None
-    durable = False
-
-    async def checkpoint(self, messages: list[dict[str, str]], calls_made: int, state: RunState) -> None:
-        pass
-
-    async def end(self, ending: Event) -> Event:
-        return ending
-
-    async def wait(self, messages: list[dict[str, str]], calls_made: int, state: RunState) -> None:
-        raise AssertionError("an ephemeral run cannot wait")  # ctx.approve refuses first
-
-    async def interrupted(self) -> None:
-        pass
-
-    def approver(self, call_id: str) -> Callable[..., Any] | None:
+    def pending_approval(self) -> dict[str, Any] | None:
+        """The approval the run waits on, if any."""
+        for a in self.approvals.values():
+            if a.get("decision") is None:
+                return a
         return None
 
-    async def run_effect(self, tool: Tool, input: Any, ctx: ToolContext) -> tuple[str, bool]:
-        return await run_tool(tool, input, ctx)
+
+def status_of_ending(ending: dict[str, Any]) -> RunStatus:
+    if ending["type"] == "final":
+        return "completed"
+    return "cancelled" if ending.get("reason") == "abort" else "failed"
 
 
-class Durable(Ephemeral):
+# -- the lifecycle -----------------------------------------------------------------------
+
+
+class Runs:
+    """The durable lifecycle of one Agent's runs in its store; ``Agent`` checks the arguments
+    and delegates here."""
+
+    def __init__(self, agent: Agent, store: Store) -> None:
+        self.agent = agent
+        self.store = store
+        self.current: Durable | None = None  # the run going now, if durable
+
+    async def start(self, prompt: str, run_id: str | None, idempotency_key: str | None) -> RunRecord:
+        now = self.agent.clock()
+        record = RunRecord(run_id or uuid.uuid4().hex, prompt, "queued", idempotency_key, now, now)
+        return RunRecord.from_dict(await self.store.create_run(record.to_dict()))
+
+    async def start_and_resume(self, prompt: str, signal: Any, run_id: str | None, key: str | None) -> AsyncGenerator[Event, None]:
+        record = await self.start(prompt, run_id, key)
+        async with aclosing(self.resume(record.id, signal)) as events:
+            async for ev in events:
+                yield ev
+
+    async def resume(self, run_id: str, signal: Any) -> AsyncGenerator[Event, None]:
+        """Restore the run from its checkpoint (or start it from the agent's conversation) and
+        drive the loop; a run already ended yields its ending again."""
+        agent = self.agent
+        agent._claim()
+        run: Durable | None = None
+        try:
+            record = await self.load(run_id)
+            if record.ended:
+                assert record.ending is not None
+                yield event_from_dict(record.ending)
+                return
+            _check_resumable(record, agent.system)
+            run = self.current = Durable(self.store, record, agent.clock)
+            if record.checkpoint is None:  # queued: it starts from this agent's conversation
+                agent._conversation.add("user", record.prompt)
+                state = LoopState()
+                await run.checkpoint(agent._conversation, state)
+            else:
+                agent._conversation = Conversation([dict(m) for m in record.checkpoint["messages"]], record.checkpoint["calls_made"])
+                state = LoopState.from_dict(record.checkpoint)
+            async with aclosing(Loop(agent, agent._conversation, state, signal, run).events()) as events:
+                async for ev in events:
+                    yield ev
+        finally:
+            if run is not None and run.record.status == "running":
+                await run.interrupted()  # the consumer stopped early, or the page is going away
+            self.current = None
+            agent._release()
+
+    async def answer_and_resume(self, run_id: str, approval_id: str, approved: bool, reason: str | None, signal: Any) -> AsyncGenerator[Event, None]:
+        record = await self.load(run_id)
+        approval = record.approvals.get(approval_id)
+        if approval is None:
+            raise AerixError("options", f"run {run_id} has no approval {approval_id!r}")
+        if approval["decision"] is not None:
+            raise AerixError("options", f"approval {approval_id!r} of run {run_id} was already answered")
+        approval["decision"] = {"approved": approved, "reason": reason}
+        record.updated_at = self.agent.clock()
+        await self.store.save_run(record.to_dict())
+        async with aclosing(self.resume(run_id, signal)) as events:
+            async for ev in events:
+                yield ev
+
+    async def get(self, run_id: str) -> RunRecord | None:
+        data = await self.store.get_run(run_id)
+        return RunRecord.from_dict(data) if data is not None else None
+
+    async def load(self, run_id: str) -> RunRecord:
+        record = await self.get(run_id)
+        if record is None:
+            raise AerixError("options", f"no run {run_id!r} in {self.store!r}")
+        return record
+
+    async def all(self) -> list[RunRecord]:
+        return [RunRecord.from_dict(r) for r in await self.store.list_runs()]
+
+    async def recover(self) -> list[RunRecord]:
+        out = []
+        for record in await self.all():
+            if record.status == "running" and not (self.current is not None and self.current.run_id == record.id):
+                record.status = "interrupted"
+                record.updated_at = self.agent.clock()
+                await self.store.save_run(record.to_dict())
+            if record.status in ("interrupted", "waiting"):
+                out.append(record)
+        return out
+
+    async def interrupt(self) -> None:
+        if self.current is not None:
+            await self.current.interrupted()
+
+
+def _check_resumable(record: RunRecord, system: str) -> None:
+    if record.checkpoint and record.checkpoint["messages"][0]["content"] != system:
+        raise AerixError(
+            "options", f"run {record.id} was started by an agent with other instructions or tools; resume it with the same ones"
+        )
+
+
+# -- the book the loop keeps of a durable run ----------------------------------------------
+
+
+class Durable:
     """A run whose every step is written to ``store``, so it can be resumed from there."""
 
     durable = True
 
-    def __init__(self, store: Any, record: RunRecord, clock: Callable[[], float]) -> None:
+    def __init__(self, store: Store, record: RunRecord, clock: Callable[[], float]) -> None:
         self.store = store
         self.record = record
         self.clock = clock
-        self.run_id = record.id
+        self.run_id: str | None = record.id
 
     async def _save(self) -> None:
         self.record.updated_at = self.clock()
         await self.store.save_run(self.record.to_dict())
 
-    async def checkpoint(self, messages: list[dict[str, str]], calls_made: int, state: RunState) -> None:
+    async def checkpoint(self, conversation: Conversation, state: LoopState) -> None:
         self.record.status = "running"
-        self.record.checkpoint = {"messages": [dict(m) for m in messages], "calls_made": calls_made, **asdict(state)}
+        self.record.checkpoint = {"messages": [dict(m) for m in conversation.messages], "calls_made": conversation.calls_made, **state.to_dict()}
         await self._save()
 
-    async def end(self, ending: Event) -> Event:
+    async def end(self, ending: Final | End) -> Final | End:
         self.record.ending = ending.to_dict()
         self.record.status = status_of_ending(self.record.ending)
         await self._save()
         return ending
 
-    async def wait(self, messages: list[dict[str, str]], calls_made: int, state: RunState) -> None:
-        await self.checkpoint(messages, calls_made, state)
+    async def wait(self, conversation: Conversation, state: LoopState) -> None:
+        await self.checkpoint(conversation, state)
         self.record.status = "waiting"
         await self._save()
 
@@ -167,10 +302,3 @@ class Durable(Ephemeral):
 def default_effect_key(run_id: str | None, tool: str, input: Any) -> str:
     digest = hashlib.sha256(json.dumps(input, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
     return f"{run_id}:{tool}:{digest}"
-
-
-def check_resumable(record: RunRecord, system: str) -> None:
-    if record.checkpoint and record.checkpoint["messages"][0]["content"] != system:
-        raise AerixError(
-            "options", f"run {record.id} was started by an agent with other instructions or tools; resume it with the same ones"
-        )

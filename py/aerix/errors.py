@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-__all__ = ["AerixError", "ErrorKind"]
+__all__ = ["AerixError", "ErrorKind", "describe"]
 
 ErrorKind = Literal["options", "busy", "end", "engine", "output", "abort"]
 _KINDS = ("options", "busy", "end", "engine", "output", "abort")
@@ -51,3 +51,9 @@ class AerixError(Exception):
     def __repr__(self) -> str:
         extra = f", reason={self.reason!r}" if self.reason is not None else ""
         return f"AerixError({self.kind!r}, {self.message!r}{extra})"
+
+
+def describe(e: BaseException) -> str:
+    """An exception as one line for people: its type, and its message when it has one."""
+    text = str(e).strip()
+    return f"{type(e).__name__}: {text}" if text else type(e).__name__

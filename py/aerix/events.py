@@ -157,7 +157,7 @@ class End(_EventBase):
 Event = Union[Text, Usage, Turn, Call, Result, Retry, Waiting, Final, End]
 
 
-_BY_TYPE: dict[str, type] = {c.type: c for c in (Text, Usage, Turn, Call, Result, Retry, Waiting, Final, End)}  # type: ignore[attr-defined,misc]
+_BY_TYPE: dict[str, type] = {c.type: c for c in (Text, Usage, Turn, Call, Result, Retry, Waiting, Final, End)}
 
 
 def event_from_dict(data: dict[str, Any]) -> Event:
@@ -165,5 +165,6 @@ def event_from_dict(data: dict[str, Any]) -> Event:
     cls = _BY_TYPE[data["type"]]
     args = {k: v for k, v in data.items() if k != "type"}
     if cls is Turn:
-        args["calls"] = tuple(event_from_dict(c) for c in args["calls"])  # type: ignore[misc]
-    return cls(**args)  # type: ignore[no-any-return]
+        args["calls"] = tuple(event_from_dict(c) for c in args["calls"])
+    event: Event = cls(**args)
+    return event

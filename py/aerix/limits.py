@@ -1,13 +1,18 @@
-"""Limits and hooks: keyword-only value objects, each also accepted as a plain dict."""
+"""Limits and hooks: keyword-only value objects, each also accepted as a plain dict.
+
+The loop asks ``Hooks`` for each hook's answer (``before``, ``after``, ``final``); a hook that
+throws or answers out of contract raises :class:`HookFailed`, which ends the run ``error``.
+"""
 
 from __future__ import annotations
 
+import inspect
 from dataclasses import dataclass, fields
 from typing import Any, Callable
 
-from .errors import AerixError
+from .errors import AerixError, describe
 
-__all__ = ["Hooks", "Limits"]
+__all__ = ["HookFailed", "Hooks", "Limits"]
 
 
 def _count(name: str, value: Any, *, minimum: int, optional: bool) -> None:
@@ -97,6 +102,63 @@ class Hooks:
         if isinstance(value, cls):
             return value
         return cls(**_known_keys("Hooks", cls, value))
+
+    async def before(self, call: Any, ctx: Any) -> tuple[str, Any] | None:
+        """``before_call``'s answer: ``None``, ``("deny", reason)`` or ``("input", {...})``."""
+        value = await _call_hook(self.before_call, call, ctx)
+        return _reply("before_call", value, "deny", "input")  # type: ignore[return-value]
+
+    async def after(self, call: Any, result: Any) -> str | None:
+        """``after_call``'s replacement text for ``result``, or ``None``."""
+        return _reply("after_call", await _call_hook(self.after_call, call, result), "result")  # type: ignore[return-value]
+
+    async def final(self, text: str) -> str | None:
+        """``on_final``'s next user message (another turn), or ``None`` (the run ends)."""
+        return _reply("on_final", await _call_hook(self.on_final, text), "continue")  # type: ignore[return-value]
+
+
+class HookFailed(Exception):
+    """A hook threw or answered out of its contract: the run ends with reason ``error``."""
+
+
+async def _call_hook(hook: Any, *args: Any) -> Any:
+    """Call a hook with as many of ``args`` as it takes (``before_call(call)`` or ``(call, ctx)``)."""
+    if hook is None:
+        return None
+    name = getattr(hook, "__name__", "hook")
+    try:
+        value = hook(*args[: _arity(hook, len(args))])
+        if inspect.isawaitable(value):
+            value = await value
+    except Exception as e:
+        raise HookFailed(f"hook {name} failed: {describe(e)}") from None
+    return value
+
+
+def _arity(fn: Any, most: int) -> int:
+    try:
+        params = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):  # a JavaScript function takes what it is given
+        return most
+    if any(p.kind == p.VAR_POSITIONAL for p in params):
+        return most
+    return min(most, sum(1 for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)))
+
+
+def _reply(hook: str, value: Any, *keys: str) -> tuple[str, Any] | str | None:
+    """Check what a hook returned: ``None``, or a dict with exactly one of ``keys``."""
+    if value is None:
+        return None
+    if isinstance(value, dict) and len(value) == 1:
+        ((key, arg),) = value.items()
+        if key in keys:
+            if key in ("deny", "result", "continue") and not isinstance(arg, str):
+                raise HookFailed(f"{hook} hook returned {key!r} with a {type(arg).__name__}; it must be a string")
+            if key == "input" and not isinstance(arg, dict):
+                raise HookFailed(f"{hook} hook returned 'input' with a {type(arg).__name__}; it must be a dict")
+            return (key, arg) if len(keys) > 1 else arg
+    allowed = " or ".join(f"{{{k!r}: ...}}" for k in keys)
+    raise HookFailed(f"{hook} hook returned {value!r}; expected None or {allowed}")
 
 
 def _known_keys(what: str, cls: type, value: Any) -> dict[str, Any]:

@@ -14,11 +14,10 @@ from typing import Any, AsyncIterator
 
 from ._js import call_js, js_callable, to_js, to_py
 from .agent import Agent
-from .durable import WaitingForApproval
+from .durable import RunRecord
 from .errors import AerixError
 from .events import Event
-from .runs import RunRecord
-from .tools import ToolContext, tool
+from .tools import ToolContext, WaitingForApproval, tool
 
 __all__ = ["PageAgent", "create_agent", "event_to_js_dict"]
 

@@ -16,7 +16,7 @@ from typing import Any, Callable, Literal
 
 from .errors import AerixError
 
-__all__ = ["Field", "Tool", "ToolContext", "run_tool", "tool"]
+__all__ = ["Decision", "Field", "Tool", "ToolContext", "WaitingForApproval", "run_tool", "tool"]
 
 NAME = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
 FIELD_TYPES: dict[str, type] = {"string": str, "number": float, "integer": int, "boolean": bool}
@@ -43,12 +43,34 @@ class Field:
 
 
 @dataclass(frozen=True)
+class Decision:
+    """A human's answer to an approval; what ``await ctx.approve(...)`` returns."""
+
+    approved: bool
+    reason: str | None = None
+
+    def __bool__(self) -> bool:
+        return self.approved
+
+
+class WaitingForApproval(BaseException):
+    """Raised through a tool or hook by ``ctx.approve`` to pause a durable run.
+
+    A ``BaseException`` so that the ``except Exception`` that turns a tool's failure into its
+    result lets it pass, as it does ``asyncio.CancelledError``."""
+
+    def __init__(self, approval: dict[str, Any]) -> None:
+        super().__init__(approval["id"])
+        self.approval = approval
+
+
+@dataclass(frozen=True)
 class ToolContext:
     """What a running tool gets besides its input: the run's ``signal`` and the ``call_id``.
 
     In a durable run (an Agent with a store), ``await ctx.approve(title, body)`` asks a human:
     the run pauses in ``waiting`` and, once answered, the call runs again from its start and
-    ``approve`` returns the :class:`aerix.runs.Decision`.
+    ``approve`` returns the :class:`Decision`.
     """
 
     signal: Any
@@ -111,7 +133,8 @@ class Tool:
             checked = self._validator.model_validate(input)
         except ValidationError as e:
             raise ValueError(_describe(e)) from None
-        return checked.model_dump(exclude_unset=not self._keep_unset)
+        dumped: dict[str, Any] = checked.model_dump(exclude_unset=not self._keep_unset)
+        return dumped
 
 
 async def run_tool(tool: Tool, input: Any, ctx: ToolContext) -> tuple[str, bool]:
@@ -363,7 +386,7 @@ def _model_for(name: str, fields: dict[str, Field]) -> Any:
 
     defs: dict[str, Any] = {}
     for key, f in fields.items():
-        py: Any = Literal[f.enum] if f.enum is not None else FIELD_TYPES[f.type]  # type: ignore[valid-type]
+        py: Any = Literal[f.enum] if f.enum is not None else FIELD_TYPES[f.type]
         if f.required:
             defs[key] = (py, ...)
         else:

@@ -193,7 +193,7 @@ def system_message(instructions: str, tools: Sequence[Tool]) -> str:
         }
         for t in tools
     ]
-    text = _template().render(instructions=instructions.strip(), tools=view, max_calls=MAX_CALLS)
+    text: str = _template().render(instructions=instructions.strip(), tools=view, max_calls=MAX_CALLS)
     return text.strip() + "\n"
 
 

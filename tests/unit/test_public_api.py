@@ -13,7 +13,7 @@ def test_all_equals_the_public_names():
 
 
 def test_every_module_declares_all_and_it_resolves():
-    for name in ("abort", "agent", "durable", "errors", "events", "limits", "model", "runs", "stores", "stores.contract", "stores.sqlite", "testing", "tools", "turn"):
+    for name in ("abort", "agent", "durable", "errors", "events", "limits", "loop", "model", "stores", "stores.contract", "stores.sqlite", "testing", "tools", "turn"):
         module = importlib.import_module(f"aerix.{name}")
         assert module.__all__, name
         for symbol in module.__all__:

@@ -52,7 +52,8 @@ class SQLiteStore:
         except BaseException:
             self._db.execute("rollback")
             raise
-        return json.loads(row[0]) if row is not None else json.loads(json.dumps(run))
+        stored: dict[str, Any] = json.loads(row[0]) if row is not None else json.loads(json.dumps(run))
+        return stored
 
     async def get_run(self, run_id: str) -> dict[str, Any] | None:
         row = self._db.execute("select data from runs where id = ?", (run_id,)).fetchone()

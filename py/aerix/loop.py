@@ -1,0 +1,410 @@
+"""The loop: one run, phase by phase, to exactly one stop.
+
+    limits → generate → parse → calls → checkpoint → ending
+                          ↘ final → on_final hook ↗
+
+:meth:`Loop.events` is the whole loop; each phase is one method with one job, and every phase
+that changes the conversation or the state ends in a checkpoint (a no-op without a store). A
+new feature lands inside one phase.
+
+Error policy, stated once: the developer's mistake raises ``AerixError`` where it is made; the
+model's mistake (bad JSON, unknown tool, a cut turn) is told back to it as a ``retry``; a tool's
+failure becomes its result; an engine failure, a hook's failure, the limits and the signal each
+stop the run with one ``end`` event. The loop has one exit: it yields the stop (an ending, or
+``waiting`` in a durable run), never two, and never raises after it started (except when the
+consuming task is cancelled).
+"""
+
+from __future__ import annotations
+
+from contextlib import aclosing
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, AsyncGenerator, Callable, Protocol, Union
+
+from .abort import Abort, run_signal
+from .errors import AerixError, describe
+from .events import Call, End, Event, Final, Result, Retry, Text, Turn, Usage, Waiting
+from .limits import HookFailed
+from .tools import Tool, ToolContext, WaitingForApproval, run_tool
+from .turn import TurnRefused, cut_note, parse_turn, refused_note, results_message
+
+if TYPE_CHECKING:
+    from .agent import Agent
+
+__all__ = ["Book", "Conversation", "LoopState", "Loop", "Memory", "Pending", "Stop"]
+
+Stop = Union[Final, End, Waiting]
+
+
+@dataclass
+class Conversation:
+    """The messages the model is sent, append-only, and the count that names the next call."""
+
+    messages: list[dict[str, str]]
+    calls_made: int = 0
+
+    def add(self, role: str, content: str) -> None:
+        self.messages.append({"role": role, "content": content})
+
+    def new_call_id(self) -> str:
+        self.calls_made += 1
+        return f"call_{self.calls_made}"
+
+
+@dataclass
+class Pending:
+    """An accepted turn whose final or calls are not finished: its ``turn`` event, its final
+    text (``None`` for calls), and the results so far, in call order."""
+
+    turn: Turn
+    final: str | None
+    results: list[Result] = field(default_factory=list)
+
+    @property
+    def calls_left(self) -> tuple[Call, ...]:
+        return self.turn.calls[len(self.results) :]
+
+    def results_message(self) -> str:
+        return results_message([(r.id, r.tool, r.text) for r in self.results])
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "turn": self.turn.turn,
+            "thought": self.turn.thought,
+            "final": self.final,
+            "calls": [{"id": c.id, "tool": c.tool, "input": c.input} for c in self.turn.calls],
+            "results": [[r.id, r.tool, r.text, r.error] for r in self.results],
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Pending:
+        calls = tuple(Call(c["id"], c["tool"], c["input"]) for c in data["calls"])
+        results = [Result(i, t, text, error) for i, t, text, error in data["results"]]
+        return cls(Turn(data["turn"], data["thought"], calls), data["final"], results)
+
+
+@dataclass
+class LoopState:
+    """The loop's counters and pending turn: with the conversation, what a checkpoint holds."""
+
+    generations: int = 0
+    refused_in_row: int = 0
+    tokens: int = 0
+    elapsed_s: float = 0.0
+    pending: Pending | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "generations": self.generations,
+            "refused_in_row": self.refused_in_row,
+            "tokens": self.tokens,
+            "elapsed_s": self.elapsed_s,
+            "pending": None if self.pending is None else self.pending.to_dict(),
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> LoopState:
+        pending = data["pending"]
+        return cls(data["generations"], data["refused_in_row"], data["tokens"], data["elapsed_s"], None if pending is None else Pending.from_dict(pending))
+
+
+class Book(Protocol):
+    """A run's bookkeeping, called by the loop at fixed points: :class:`Memory` without a store,
+    ``durable.Durable`` with one."""
+
+    run_id: str | None
+    durable: bool
+
+    async def checkpoint(self, conversation: Conversation, state: LoopState) -> None: ...
+    async def end(self, ending: Final | End) -> Final | End: ...
+    async def wait(self, conversation: Conversation, state: LoopState) -> None: ...
+    def approver(self, call_id: str) -> Callable[..., Any] | None: ...
+    async def run_effect(self, tool: Tool, input: Any, ctx: ToolContext) -> tuple[str, bool]: ...
+
+
+class Memory:
+    """The book of a run kept only in memory: no checkpoints, effects run every time, no approvals."""
+
+    run_id: str | None = None
+    durable = False
+
+    async def checkpoint(self, conversation: Conversation, state: LoopState) -> None:
+        pass
+
+    async def end(self, ending: Final | End) -> Final | End:
+        return ending
+
+    async def wait(self, conversation: Conversation, state: LoopState) -> None:
+        raise AssertionError("a run without a store cannot wait")  # ctx.approve refuses first
+
+    def approver(self, call_id: str) -> Callable[..., Any] | None:
+        return None
+
+    async def run_effect(self, tool: Tool, input: Any, ctx: ToolContext) -> tuple[str, bool]:
+        return await run_tool(tool, input, ctx)
+
+
+@dataclass
+class _Generation:
+    """The outcome of one model request, filled in while its deltas stream."""
+
+    text: str = ""
+    finish: str | None = None
+    unusable: str | None = None  # the engine said this generation's output cannot be used
+
+
+class Loop:
+    """One run of ``agent``'s loop over ``conversation``, from wherever ``state`` says it is."""
+
+    def __init__(self, agent: Agent, conversation: Conversation, state: LoopState, signal: Any, book: Book) -> None:
+        self.agent = agent
+        self.limits = agent.limits
+        self.conversation = conversation
+        self.state = state
+        self.signal: Abort = run_signal(signal)  # composed once: the model and the tools get this one
+        self.book = book
+        self.stop: Stop | None = None
+        self._clock_base = agent.clock()
+
+    async def events(self) -> AsyncGenerator[Event, None]:
+        """The loop: phases until one of them sets ``stop``, then the one exit."""
+        st = self.state
+        try:
+            while self.stop is None:
+                if st.pending is None:
+                    self.stop = self.check_limits()
+                    if self.stop is not None:
+                        break
+                    gen = _Generation()
+                    async with aclosing(self.generate(gen)) as stream:
+                        async for ev in stream:
+                            yield ev
+                    if self.stop is None:
+                        yield await self.parse(gen)
+                elif st.pending.final is not None:
+                    await self.finish(st.pending)
+                else:
+                    async with aclosing(self.call_tools(st.pending)) as results:
+                        async for ev in results:
+                            yield ev
+            # the one exit: the stop, recorded by the book
+            if isinstance(self.stop, Waiting):
+                await self.book.wait(self.conversation, st)
+                yield self.stop
+            else:
+                yield await self.book.end(self.stop)
+        finally:
+            if not self.book.durable and st.pending is not None and st.pending.final is None:
+                # a run kept in memory stopped mid-turn: close the turn so the conversation stays whole
+                self.close_turn("the run ended before this call ran")
+
+    # -- phase: limits --------------------------------------------------------------------
+
+    def check_limits(self) -> End | None:
+        """Before each generation: the signal, then ``timeout_s``, ``max_total_tokens``, ``turns``."""
+        if self.signal.aborted:
+            return End("abort", "the run was aborted")
+        timed_out = self.timed_out()
+        if timed_out:
+            return End("timeout", timed_out)
+        cap, used = self.limits.max_total_tokens, self.state.tokens
+        if cap is not None and used >= cap:
+            return End("tokens", f"the run used {used} tokens; its budget is {cap}")
+        if self.limits.turns is not None and self.state.generations >= self.limits.turns:
+            return End("turns", f"the run used all {self.limits.turns} turns without a final answer")
+        return None
+
+    def elapsed(self) -> float:
+        return self.state.elapsed_s + (self.agent.clock() - self._clock_base)
+
+    def timed_out(self) -> str | None:
+        t = self.limits.timeout_s
+        elapsed = self.elapsed()
+        return f"the run ran {elapsed:.1f} s; its timeout is {t:g} s" if t is not None and elapsed >= t else None
+
+    # -- phase: generate ------------------------------------------------------------------
+
+    async def generate(self, gen: _Generation) -> AsyncGenerator[Event, None]:
+        """One model request: stream its text; record how it finished, or stop on how it failed."""
+        agent = self.agent
+        self.state.generations += 1
+        options = {"max_tokens": self.limits.max_tokens, "constraint": agent.schema, "signal": self.signal, "generation": dict(agent.generation)}
+        parts: list[str] = []
+        done: Any = None
+        timed_out: str | None = None
+        try:
+            async with aclosing(_iterate(agent.model.chat(list(self.conversation.messages), options))) as deltas:
+                async for delta in deltas:
+                    timed_out = self.timed_out() if self.limits.timeout_s is not None and not self.signal.aborted else None
+                    if self.signal.aborted or timed_out:
+                        break
+                    kind = delta.get("type") if isinstance(delta, dict) else None
+                    if kind == "text" and done is None:
+                        parts.append(delta["text"])
+                        yield Text(delta["text"])
+                    elif kind == "done" and done is None:
+                        done = delta
+                    else:
+                        self.stop = End("error", f"engine failed: the model yielded {delta!r} out of protocol")
+                        return
+        except AerixError as e:
+            if not self.signal.aborted and e.kind == "output":
+                gen.unusable = e.message
+                return
+            if not self.signal.aborted and e.kind != "abort":
+                self.stop = End("error", f"engine failed: {e.message}", e.problem)
+                return
+        except Exception as e:
+            if not self.signal.aborted:
+                self.stop = End("error", f"engine failed: {describe(e)}")
+                return
+        self.stop = self.generation_stop(done, timed_out)
+        if self.stop is None:
+            yield self.count_usage(done)
+            gen.text, gen.finish = "".join(parts), done.get("finish_reason")
+
+    def generation_stop(self, done: Any, timed_out: str | None) -> End | None:
+        if self.signal.aborted:
+            return End("abort", "the run was aborted during a generation")
+        if timed_out:
+            return End("timeout", timed_out)
+        if done is None:
+            return End("error", "engine failed: the model's stream ended without a done item")
+        return None
+
+    def count_usage(self, done: dict[str, Any]) -> Usage:
+        usage = done.get("usage") or {}
+        usage_event = Usage(*(int(usage.get(k) or 0) for k in ("prompt_tokens", "completion_tokens", "cached_tokens")))
+        self.state.tokens += usage_event.prompt_tokens + usage_event.completion_tokens
+        return usage_event
+
+    # -- phase: parse ---------------------------------------------------------------------
+
+    async def parse(self, gen: _Generation) -> Turn | Retry:
+        """Read the turn: accept it (the pending turn) or refuse it (a note, a retry); checkpoint."""
+        st, conversation = self.state, self.conversation
+        try:
+            if gen.unusable is not None:
+                raise TurnRefused(f"engine output: {gen.unusable}")
+            turn = parse_turn(gen.text, self.agent.tool_names)
+        except TurnRefused as refused:
+            st.refused_in_row += 1
+            cut = gen.finish == "length"
+            if cut:  # a cut turn or unusable output is dropped: the model is asked again without it
+                reason = f"cut: the turn reached max_tokens ({self.limits.max_tokens}) before its JSON closed"
+            else:
+                reason = refused.reason
+            if not cut and gen.unusable is None:
+                conversation.add("assistant", gen.text)
+            conversation.add("user", cut_note(self.limits.max_tokens) if cut else refused_note(reason))
+            await self.checkpoint()
+            if st.refused_in_row > self.limits.retries:
+                self.stop = End("retries", f"{st.refused_in_row} turns in a row were refused; the last: {reason}")
+            return Retry(st.generations, reason)
+        st.refused_in_row = 0
+        conversation.add("assistant", gen.text)
+        calls = tuple(Call(conversation.new_call_id(), c.tool, c.input) for c in turn.calls)
+        st.pending = Pending(Turn(st.generations, turn.thought, calls), turn.final)
+        await self.checkpoint()
+        return st.pending.turn
+
+    # -- phase: ending (the on_final hook may ask for another turn) ------------------------
+
+    async def finish(self, pending: Pending) -> None:
+        assert pending.final is not None
+        try:
+            more = await self.agent.hooks.final(pending.final)
+        except HookFailed as e:
+            self.stop = End("error", str(e))
+            return
+        self.state.pending = None
+        if more is None:
+            self.stop = Final(pending.final, pending.turn.thought)
+            return
+        self.conversation.add("user", more)
+        await self.checkpoint()
+
+    # -- phase: calls ---------------------------------------------------------------------
+
+    async def call_tools(self, pending: Pending) -> AsyncGenerator[Event, None]:
+        """Run the calls not yet run, one at a time, in order; feed their results back."""
+        for call in pending.calls_left:
+            why = "the run was aborted" if self.signal.aborted else self.timed_out()
+            if why:
+                self.stop = End("abort" if self.signal.aborted else "timeout", why)
+                for ev in self.close_turn(why):
+                    yield ev
+                await self.checkpoint()
+                return
+            try:
+                ran, result = await self.call_tool(call)
+            except HookFailed as e:
+                self.stop = End("error", str(e))
+                for ev in self.close_turn("the run ended on a failed hook"):
+                    yield ev
+                await self.checkpoint()
+                return
+            except WaitingForApproval as w:
+                a = w.approval
+                self.stop = Waiting(self.book.run_id or "", a["id"], a["title"], a["body"])
+                return
+            pending.results.append(result)
+            await self.checkpoint()
+            yield ran
+            yield result
+        self.conversation.add("user", pending.results_message())
+        self.state.pending = None
+        await self.checkpoint()
+
+    async def call_tool(self, call: Call) -> tuple[Call, Result]:
+        """One call: before_call hook, input check and run (an effect recorded once), after_call
+        hook, cut to ``result_chars``."""
+        ctx = ToolContext(signal=self.signal, call_id=call.id, tool=call.tool, approver=self.book.approver(call.id))
+        hooks = self.agent.hooks
+        answer = await hooks.before(call, ctx)
+        if answer is not None and answer[0] == "input":
+            call = Call(call.id, call.tool, answer[1])
+        if answer is not None and answer[0] == "deny":
+            text, error = f"refused: {answer[1]}", True
+        else:
+            tool = self.agent.tool_named(call.tool)
+            text, error = await (self.book.run_effect(tool, call.input, ctx) if tool.effect else run_tool(tool, call.input, ctx))
+        result = Result(call.id, call.tool, text, error)
+        replaced = await hooks.after(call, result)
+        if replaced is not None:
+            result = Result(call.id, call.tool, replaced, error)
+        cap = self.limits.result_chars
+        if cap is not None and len(result.text) > cap:
+            cut = f"{result.text[:cap]}\n[cut: the result was {len(result.text)} characters; this is the first {cap}]"
+            result = Result(call.id, call.tool, cut, result.error)
+        return call, result
+
+    def close_turn(self, why: str) -> list[Result]:
+        """Give every call of the pending turn not yet run a ``cancelled`` result and feed the
+        turn's results back, so the conversation stays whole for the next run."""
+        pending = self.state.pending
+        assert pending is not None
+        closed = [Result(c.id, c.tool, f"cancelled: {why}", True) for c in pending.calls_left]
+        pending.results.extend(closed)
+        self.conversation.add("user", pending.results_message())
+        self.state.pending = None
+        return closed
+
+    # -- checkpoint -----------------------------------------------------------------------
+
+    async def checkpoint(self) -> None:
+        now = self.agent.clock()
+        self.state.elapsed_s += now - self._clock_base
+        self._clock_base = now
+        await self.book.checkpoint(self.conversation, self.state)
+
+
+async def _iterate(source: Any) -> AsyncGenerator[Any, None]:
+    """Wrap the model's iterator so closing ours closes theirs (a closed stream stops the engine)."""
+    try:
+        async for item in source:
+            yield item
+    finally:
+        close = getattr(source, "aclose", None)
+        if close is not None:
+            await close()

@@ -9,7 +9,6 @@ from __future__ import annotations
 from .abort import Abort
 from .agent import Agent, Answer
 from .durable import Decision, RunRecord
-from .client import ChatClient, tools_for_llm
 from .engines.openai import OpenAIModel
 from .errors import AerixError
 from .events import Call, End, Event, Final, Result, Retry, Text, Turn, Usage, Waiting
@@ -26,7 +25,6 @@ __all__ = [
     "Agent",
     "Answer",
     "Call",
-    "ChatClient",
     "Decision",
     "End",
     "Event",
@@ -47,6 +45,5 @@ __all__ = [
     "parse_turn",
     "system_message",
     "tool",
-    "tools_for_llm",
     "turn_schema",
 ]

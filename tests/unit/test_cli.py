@@ -10,7 +10,7 @@ from test_openai_model import sse
 
 from aerix import Abort
 from aerix.cli import parser, run_command
-from aerix.transports import MockTransport, replay
+from aerix.engines.openai import MockTransport, replay
 
 BASE = ["run", "--base-url", "http://server.test/v1", "--model", "tiny"]
 

@@ -11,26 +11,28 @@ from hypothesis import strategies as st
 from tools_fixture import convert, weather
 
 from aerix import Abort, AerixError
-from aerix.client import (
+from aerix.engines.openai import (
     DELTA,
     DONE,
     ERROR,
     EVENT_TYPES,
-    STOP_REASONS,
     TOOL_CALL_DELTA,
     TOOL_CALL_END,
     TOOL_CALL_START,
     ChatClient,
-    Delta,
-    Done,
+    ContentDelta,
+    MockTransport,
+    Response,
+    StreamDone,
     StreamError,
     ToolCallDelta,
     ToolCallEnd,
     ToolCallStart,
     collect_tool_calls,
+    replay,
     tools_for_llm,
 )
-from aerix.transports import MockTransport, Response, replay
+from aerix.engines.openai.stream import STOP_REASONS
 
 STREAMS = Path(__file__).parent / "streams"
 USER = [{"role": "user", "content": "Umbrella for Lisbon?"}]
@@ -78,7 +80,7 @@ def test_six_event_types_are_published_as_constants():
     assert EVENT_TYPES == ("delta", "tool_call_start", "tool_call_delta", "tool_call_end", "done", "error")
     assert (DELTA, TOOL_CALL_START, TOOL_CALL_DELTA, TOOL_CALL_END, DONE, ERROR) == EVENT_TYPES
     assert STOP_REASONS == ("stop", "length", "tool_calls", "cancelled", "closed")
-    shapes = [Delta("x"), ToolCallStart("c", "n"), ToolCallDelta("c", "{"), ToolCallEnd("c"), Done("stop"), StreamError("m")]
+    shapes = [ContentDelta("x"), ToolCallStart("c", "n"), ToolCallDelta("c", "{"), ToolCallEnd("c"), StreamDone("stop"), StreamError("m")]
     assert [e.to_dict() for e in shapes] == [
         {"type": "delta", "content": "x"},
         {"type": "tool_call_start", "id": "c", "name": "n"},
@@ -92,7 +94,8 @@ def test_six_event_types_are_published_as_constants():
 def test_the_new_modules_declare_all_and_it_resolves():
     import importlib
 
-    for name in ("client", "sse", "cli", "transports", "transports.base", "transports.mock", "transports.httpx", "transports.fetch", "engines.openai"):
+    openai = ("", ".model", ".client", ".stream", ".sse", ".transports", ".transports.base", ".transports.mock", ".transports.httpx", ".transports.fetch")
+    for name in ("cli", *(f"engines.openai{part}" for part in openai)):
         module = importlib.import_module(f"aerix.{name}")
         assert module.__all__, name
         for symbol in module.__all__:
@@ -244,7 +247,7 @@ async def test_a_call_without_an_id_gets_one_and_a_reused_index_with_a_new_id_is
         ToolCallStart("b", "weather"),
         ToolCallDelta("b", '{"city": "Rome"}'),  # arguments sent as an object become JSON text
         ToolCallEnd("b"),
-        Done("tool_calls"),
+        StreamDone("tool_calls"),
     ]
 
 
@@ -258,7 +261,7 @@ async def test_recorded_llama_server_streams():
     turn, _ = await stream(recorded("llama-server-turn.sse"))
     text = "".join(e.content for e in turn if e.type == DELTA)
     assert json.loads(text)["calls"][0]["tool"] == "weather"  # a noise model, but the grammar held
-    assert turn[-1] == Done("stop", {"completion_tokens": 68, "prompt_tokens": 516, "total_tokens": 584, "prompt_tokens_details": {"cached_tokens": 93}})
+    assert turn[-1] == StreamDone("stop", {"completion_tokens": 68, "prompt_tokens": 516, "total_tokens": 584, "prompt_tokens_details": {"cached_tokens": 93}})
     cut, _ = await stream(recorded("llama-server-cut.sse"))
     assert "".join(e.content for e in cut if e.type == DELTA) == '{"thou' and cut[-1].stop_reason == "length"
     saved = json.loads(recorded("llama-server-400.json"))
@@ -279,7 +282,7 @@ OPEN_CALL = chunk(tool_calls=[{"index": 0, "id": "a", "function": {"name": "weat
 
 async def test_done_frame_ends_open_calls_then_done():
     events, _ = await stream(OPEN_CALL + "data: [DONE]\n\n" + chunk("never read"))
-    assert events[-2:] == [ToolCallEnd("a"), Done("closed")]
+    assert events[-2:] == [ToolCallEnd("a"), StreamDone("closed")]
     assert_one_ending_last(events)
 
 
@@ -288,33 +291,33 @@ async def test_each_finishing_reason_ends_open_calls_at_once_then_done_comes_wit
     for reason in ("stop", "length", "tool_calls"):
         body = OPEN_CALL + chunk(finish=reason) + chunk("ignored after the finish") + chunk(usage=usage, choices=False)
         events, transport = await stream(body + "data: [DONE]\n\n", hang=True)
-        assert events[1:] == [ToolCallDelta("a", '{"ci'), ToolCallEnd("a"), Done(reason, usage)], reason
+        assert events[1:] == [ToolCallDelta("a", '{"ci'), ToolCallEnd("a"), StreamDone(reason, usage)], reason
         assert transport.responses[0].closed  # done with the usage: no wait for [DONE]
 
 
 async def test_a_finish_reason_and_usage_in_one_chunk_end_the_stream_there():
     usage = {"prompt_tokens": 5, "completion_tokens": 1}
     events, _ = await stream(chunk("a") + chunk(finish="stop", usage=usage), hang=True)
-    assert events == [Delta("a"), Done("stop", usage)]
+    assert events == [ContentDelta("a"), StreamDone("stop", usage)]
 
 
 async def test_a_body_that_just_closes_ends_open_calls_then_done():
     events, _ = await stream(chunk("a") + OPEN_CALL)
-    assert events[-2:] == [ToolCallEnd("a"), Done("closed")]
+    assert events[-2:] == [ToolCallEnd("a"), StreamDone("closed")]
     finished, _ = await stream(chunk("a") + chunk(finish="length"))  # no usage, no [DONE]: the close ends it
-    assert finished == [Delta("a"), Done("length")]
+    assert finished == [ContentDelta("a"), StreamDone("length")]
 
 
 async def test_other_finish_reasons_are_ignored_and_the_stream_goes_on():
     body = chunk("a", finish="content_filter") + chunk("b", finish="function_call") + chunk("c", finish=None)
     events, _ = await stream(body + chunk(finish="stop") + "data: [DONE]\n\n")
-    assert events == [Delta("a"), Delta("b"), Delta("c"), Done("stop")]
+    assert events == [ContentDelta("a"), ContentDelta("b"), ContentDelta("c"), StreamDone("stop")]
 
 
 async def test_keep_alives_empty_frames_and_other_choices_are_skipped():
     other = frame({"choices": [{"index": 1, "delta": {"content": "second choice"}, "finish_reason": None}]})
     events, _ = await stream(": keep-alive\n\n" + "data:\n\n" + other + chunk("a") + "data: [DONE]\n\n")
-    assert events == [Delta("a"), Done("closed")]
+    assert events == [ContentDelta("a"), StreamDone("closed")]
 
 
 FRAMES = st.sampled_from(
@@ -359,14 +362,14 @@ async def test_a_signal_aborted_before_the_request_sends_nothing():
     signal = Abort()
     signal.abort()
     events, transport = await stream(chunk("a"), signal=signal)
-    assert events == [Done("cancelled")] and transport.requests == []
+    assert events == [StreamDone("cancelled")] and transport.requests == []
 
 
 async def test_cancel_while_the_server_is_quiet_ends_done_cancelled_and_closes_the_stream():
     signal = Abort()
     asyncio.get_running_loop().call_later(0.1, signal.abort)
     events, transport = await stream(OPEN_CALL + chunk("a"), hang=True, signal=signal)
-    assert events[-3:] == [Delta("a"), ToolCallEnd("a"), Done("cancelled")]
+    assert events[-3:] == [ContentDelta("a"), ToolCallEnd("a"), StreamDone("cancelled")]
     assert transport.responses[0].closed
 
 
@@ -378,7 +381,7 @@ async def test_cancel_while_waiting_for_the_headers():
         await asyncio.get_running_loop().create_future()
 
     events, _ = await stream(handler=never_answers, signal=signal)
-    assert events == [Done("cancelled")]
+    assert events == [StreamDone("cancelled")]
 
 
 async def test_cancel_between_deltas_is_never_an_error():
@@ -389,7 +392,7 @@ async def test_cancel_between_deltas_is_never_an_error():
         events.append(ev)
         if len(events) == 3:
             signal.abort()
-    assert events[-1] == Done("cancelled") and len(events) == 4
+    assert events[-1] == StreamDone("cancelled") and len(events) == 4
     assert not [e for e in events if e.type == ERROR]
 
 
@@ -430,13 +433,13 @@ async def test_a_plain_text_error_page_is_read_and_cut():
 async def test_an_error_after_the_200_has_begun_is_one_error_and_nothing_follows():
     body = chunk("a") + 'data: {"error": {"message": "the slot was lost", "type": "server_error"}}\n\n' + chunk("b")
     events, _ = await stream(body + "data: [DONE]\n\n")
-    assert events == [Delta("a"), StreamError("the server reported an error: the slot was lost", code="server_error")]
+    assert events == [ContentDelta("a"), StreamError("the server reported an error: the slot was lost", code="server_error")]
 
 
 async def test_an_error_event_frame_with_a_problem_document():
     problem = {"title": "Overloaded", "detail": "try again in 5 s", "status": 503}
     events, _ = await stream(chunk("a") + f"event: error\ndata: {json.dumps(problem)}\n\n")
-    assert events == [Delta("a"), StreamError("Overloaded: try again in 5 s", code=503, problem=problem)]
+    assert events == [ContentDelta("a"), StreamError("Overloaded: try again in 5 s", code=503, problem=problem)]
 
 
 async def test_a_frame_that_is_not_json_is_an_error():
@@ -454,7 +457,7 @@ async def test_a_network_failure_before_the_response_is_an_error():
 
 async def test_a_connection_that_breaks_mid_stream_is_an_error():
     events, transport = await stream(chunk("a"), fail=ConnectionResetError("reset by peer"))
-    assert events == [Delta("a"), StreamError("the stream broke off: ConnectionResetError: reset by peer")]
+    assert events == [ContentDelta("a"), StreamError("the stream broke off: ConnectionResetError: reset by peer")]
     assert transport.responses[0].closed
 
 
@@ -464,7 +467,7 @@ async def test_a_server_that_answers_without_streaming_gives_the_same_events():
         "usage": {"prompt_tokens": 3, "completion_tokens": 1},
     }
     events, _ = await stream(json.dumps(answer), content_type="application/json")
-    assert events == [Delta("hi"), ToolCallStart("a", "weather"), ToolCallDelta("a", "{}"), ToolCallEnd("a"), Done("tool_calls", answer["usage"])]
+    assert events == [ContentDelta("hi"), ToolCallStart("a", "weather"), ToolCallDelta("a", "{}"), ToolCallEnd("a"), StreamDone("tool_calls", answer["usage"])]
     error, _ = await stream(json.dumps({"error": "model not loaded"}), content_type="application/json")
     assert error == [StreamError("the server reported an error: model not loaded")]
 

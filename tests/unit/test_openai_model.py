@@ -11,9 +11,9 @@ from helpers import collect, final, kinds
 from tools_fixture import weather
 
 from aerix import Abort, AerixError, Agent, OpenAIModel
-from aerix.engines.openai import usage_counts
+from aerix.engines.openai.model import usage_counts
+from aerix.engines.openai.transports import MockTransport, Response, default_transport, replay
 from aerix.model import Model
-from aerix.transports import MockTransport, Response, default_transport, replay
 
 STREAMS = Path(__file__).parent / "streams"
 
@@ -108,6 +108,38 @@ async def test_an_error_event_is_an_engine_error_with_the_servers_words():
     assert "404" in e.message and "model 'x' not found" in e.message
 
 
+PROBLEM = {
+    "type": "https://server.test/problems/overloaded",
+    "title": "Overloaded",
+    "status": 503,
+    "detail": "try again in 5 s",
+    "retry_after": 5,
+}
+
+
+def problem_answer() -> Response:
+    return replay(json.dumps(PROBLEM), status=503, content_type="application/problem+json")
+
+
+async def test_a_problem_document_rides_on_the_engine_error():
+    model, _ = model_on(problem_answer())
+    e = await expect_error(model, "engine")
+    assert e.problem == PROBLEM
+    assert "503" in e.message and "Overloaded: try again in 5 s" in e.message
+
+
+async def test_a_problem_sent_in_the_stream_rides_on_the_engine_error_too():
+    begun = 'data: {"choices": [{"index": 0, "delta": {"content": "{\\"tho"}, "finish_reason": null}]}\n\n'
+    model, _ = model_on(begun + f"event: error\ndata: {json.dumps(PROBLEM)}\n\n")
+    e = await expect_error(model, "engine")
+    assert e.problem == PROBLEM and e.message == "Overloaded: try again in 5 s"
+
+
+async def test_an_error_without_a_problem_document_has_none():
+    model, _ = model_on(replay("server on fire", status=500, content_type="text/plain"))
+    assert (await expect_error(model, "engine")).problem is None
+
+
 async def test_a_stream_that_closes_without_a_finish_reason_is_unusable_output():
     model, _ = model_on('data: {"choices": [{"index": 0, "delta": {"content": "{\\"tho"}}]}\n\n')
     await expect_error(model, "output")
@@ -139,7 +171,7 @@ async def test_the_transport_is_a_seam():
 
 
 def test_without_httpx_the_message_names_the_extra():
-    from aerix.transports import HttpxTransport
+    from aerix.engines.openai import HttpxTransport
 
     saved = sys.modules.get("httpx")
     sys.modules["httpx"] = None  # type: ignore[assignment]  # what an absent package looks like to import
@@ -157,7 +189,7 @@ def test_without_httpx_the_message_names_the_extra():
 
 
 async def test_the_fetch_transport_belongs_to_the_page():
-    from aerix.transports import FetchTransport, Request
+    from aerix.engines.openai import FetchTransport, Request
 
     injected = object()
     assert FetchTransport(fetch=injected).fetch is injected  # a test or an embedder may bring its own
@@ -229,6 +261,14 @@ async def test_a_server_error_ends_the_run_error():
     events = await collect(Agent(model=model).run("hi"))
     assert events[-1].type == "end" and events[-1].reason == "error"
     assert "500" in events[-1].message and "server on fire" in events[-1].message
+
+
+async def test_a_problem_document_reaches_the_runs_end_event():
+    model, _ = model_on(problem_answer())
+    events = await collect(Agent(model=model).run("hi"))
+    assert events[-1].type == "end" and events[-1].reason == "error"
+    assert events[-1].problem == PROBLEM
+    assert events[-1].to_dict()["problem"] == PROBLEM
 
 
 async def test_a_recorded_llama_server_turn_drives_the_agent():

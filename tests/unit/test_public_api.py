@@ -12,6 +12,22 @@ def test_all_equals_the_public_names():
     assert set(aerix.__all__) == public - {"annotations"}
 
 
+def test_the_openai_package_hands_on_exactly_its_all():
+    import aerix.engines.openai as openai
+
+    public = {n for n in vars(openai) if not n.startswith("_") and not isinstance(getattr(openai, n), type(openai))}
+    assert set(openai.__all__) == public - {"annotations"}
+    assert openai.OpenAIModel is aerix.OpenAIModel
+
+
+def test_one_event_vocabulary_per_seam():
+    # The client's stream events and the model protocol's deltas share no name (issue 16).
+    from aerix import model
+    from aerix.engines.openai import stream
+
+    assert not set(stream.__all__) & set(model.__all__)
+
+
 def test_every_module_declares_all_and_it_resolves():
     for name in ("abort", "agent", "durable", "errors", "events", "limits", "loop", "model", "stores", "stores.contract", "stores.sqlite", "testing", "tools", "turn"):
         module = importlib.import_module(f"aerix.{name}")

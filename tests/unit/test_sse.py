@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from aerix.sse import SSEDecoder, ServerSentEvent
+from aerix.engines.openai.sse import SSEDecoder, ServerSentEvent
 
 
 def decode(*chunks: bytes) -> list[ServerSentEvent]:

@@ -3,7 +3,7 @@
 - :mod:`aerix.engines.js`: a model that runs in the page's JavaScript (the in-browser wllama
   engine of ``web/engine.mjs``, or any JS object with the same ``chat``).
 - :mod:`aerix.engines.openai`: ``OpenAIModel``, a model on an OpenAI-compatible server
-  (llama-server, vLLM, Ollama, OpenAI) through the streaming client of :mod:`aerix.client`.
+  (llama-server, vLLM, Ollama, OpenAI), with its streaming client, SSE framing and transports.
 """
 
 from __future__ import annotations

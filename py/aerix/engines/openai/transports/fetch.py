@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .._js import fetch_stream
+from ...._js import fetch_stream
 from .base import Request, Response
 
 __all__ = ["FetchTransport"]

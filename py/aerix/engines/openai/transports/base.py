@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from http import HTTPStatus
 from typing import Any, AsyncIterator, Protocol, Union, runtime_checkable
 
-from .._js import IN_PYODIDE
+from ...._js import IN_PYODIDE
 
 __all__ = ["Request", "Response", "Transport", "default_transport"]
 

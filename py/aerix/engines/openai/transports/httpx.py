@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..errors import AerixError
+from ....errors import AerixError
 from .base import Request, Response
 
 __all__ = ["HttpxTransport"]

@@ -4,7 +4,7 @@
     model = OpenAIModel("http://127.0.0.1:8080/v1", "qwen2.5-7b-instruct")
     agent = Agent(model=model, tools=[weather])      # the same agent code as in the page
 
-Each generation is one streamed ``/chat/completions`` request (``aerix.client``). The turn
+Each generation is one streamed ``/chat/completions`` request (``ChatClient``). The turn
 schema goes as ``response_format: {"type": "json_schema", "json_schema": {"name": "turn",
 "schema": ..., "strict": true}}``; ``max_tokens`` and the agent's ``generation`` settings go
 as they are (``temperature`` only when set). The ending maps to the protocol:
@@ -15,8 +15,9 @@ as they are (``temperature`` only when set). The ending maps to the protocol:
     done closed / tool_calls  -> AerixError("output")         (no usable turn; the loop retries)
     error                     -> AerixError("engine")         (the run ends with reason "error")
 
-Usage: ``prompt_tokens``, ``completion_tokens`` and ``prompt_tokens_details.cached_tokens``
-(0 when the server does not say).
+An ``engine`` error carries the server's RFC 9457 problem document, when it sent one, as
+``problem`` (the run's ``end`` event takes it from there). Usage: ``prompt_tokens``,
+``completion_tokens`` and ``prompt_tokens_details.cached_tokens`` (0 when the server does not say).
 """
 
 from __future__ import annotations
@@ -24,9 +25,10 @@ from __future__ import annotations
 from contextlib import aclosing
 from typing import Any, AsyncIterator
 
-from ..client import DELTA, DONE, ERROR, TOOL_CALL_START, ChatClient
-from ..errors import AerixError
-from ..transports.base import Transport
+from ...errors import AerixError
+from .client import ChatClient
+from .stream import DELTA, DONE, ERROR, TOOL_CALL_START
+from .transports.base import Transport
 
 __all__ = ["OpenAIModel", "usage_counts"]
 
@@ -79,14 +81,14 @@ class OpenAIModel:
     async def chat(self, messages: list[dict[str, str]], options: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
         stream = self.client.stream_chat(messages, signal=options.get("signal"), params=self.body(options))
         native_call = False
-        async with aclosing(stream) as events:  # type: ignore[type-var]
+        async with aclosing(stream) as events:
             async for ev in events:
                 if ev.type == DELTA:
                     yield {"type": "text", "text": ev.content}
                 elif ev.type == TOOL_CALL_START:
                     native_call = True
                 elif ev.type == ERROR:
-                    raise AerixError("engine", ev.message)
+                    raise AerixError("engine", ev.message, problem=ev.problem)
                 elif ev.type == DONE:
                     reason = ev.stop_reason
                     if reason == "cancelled":

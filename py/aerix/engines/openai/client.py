@@ -1,0 +1,238 @@
+"""The streaming client for OpenAI-compatible ``/chat/completions`` servers, normalised to six events.
+
+    client = ChatClient("http://127.0.0.1:8080/v1", "my-model")
+    async for ev in client.stream_chat(messages, tools=[weather], system_prompt="Be brief.", signal=signal):
+        if ev.type == DELTA:
+            print(ev.content, end="")
+
+Any server that speaks the protocol works the same: llama.cpp's llama-server, vLLM, Ollama,
+OpenAI. The events (``ContentDelta``, ``ToolCallStart``, ``ToolCallDelta``, ``ToolCallEnd``,
+``StreamDone``, ``StreamError``: one union ``StreamEvent``) and the rules that make them from
+what the server sends are in ``aerix.engines.openai.stream``; the framing is ours
+(``aerix.engines.openai.sse``); the network is a transport (``aerix.engines.openai.transports``).
+
+The rules of this side, each with a test in ``tests/unit/test_client.py``:
+
+- The request: ``POST {base_url}/chat/completions`` with ``stream: true``,
+  ``stream_options: {include_usage: true}`` and the system prompt prepended; a non-empty
+  ``tools`` list also sends ``tool_choice: "auto"`` and ``parallel_tool_calls: true``, an empty
+  one no ``tools`` key; ``temperature`` only when set.
+- Exactly one ending, always last: ``done`` or ``error``.
+- Cancellation (the ``signal``'s ``.aborted``, polled while waiting on the network) closes the
+  response, which stops the server, and ends ``done {stop_reason: "cancelled"}``: never an error.
+- A network failure, or a connection that breaks after the 200 has begun, is one ``error``; so
+  is a non-2xx answer, with the server's words (and its RFC 9457 ``problem`` document, if any).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from contextlib import aclosing
+from typing import Any, AsyncGenerator, Sequence
+
+from ...abort import is_aborted
+from ...errors import AerixError, describe
+from ...tools import Tool
+from .sse import SSEDecoder
+from .stream import StreamDone, StreamError, StreamEvent, StreamState, http_error
+from .transports.base import Request, Response, Transport, default_transport
+
+__all__ = ["ChatClient", "tools_for_llm"]
+
+# Body keys the client owns; `params` may not set them.
+_OWN_KEYS = frozenset({"model", "messages", "stream", "stream_options", "tools", "tool_choice", "parallel_tool_calls"})
+_ERROR_BODY_LIMIT = 1 << 16
+POLL_SECONDS = 0.05  # how often the signal is looked at while the network is quiet
+
+
+def tools_for_llm(tools: Sequence[Tool]) -> list[dict[str, Any]]:
+    """aerix tools as the OpenAI ``tools`` list: ``{"type": "function", "function": {name, description, parameters}}``."""
+    return [
+        {
+            "type": "function",
+            "function": {"name": t.name, "description": t.description, "parameters": t.input_schema()},
+        }
+        for t in tools
+    ]
+
+
+class ChatClient:
+    """One server and model; ``stream_chat`` streams one completion as events.
+
+    ``base_url`` is the API root, ``/v1`` included (``http://127.0.0.1:8080/v1``). ``api_key``
+    goes in ``Authorization: Bearer``. ``temperature`` is sent only when set. ``transport``:
+    see ``aerix.engines.openai.transports`` (default: fetch in Pyodide, httpx on CPython).
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        model: str,
+        *,
+        api_key: str | None = None,
+        temperature: float | None = None,
+        headers: dict[str, str] | None = None,
+        transport: Transport | None = None,
+    ) -> None:
+        if not isinstance(base_url, str) or not base_url.startswith(("http://", "https://")):
+            raise AerixError("options", f"base_url must be an http(s) URL, got {base_url!r}")
+        if not isinstance(model, str) or not model:
+            raise AerixError("options", f"model must be a non-empty string, got {model!r}")
+        self.base_url = base_url.rstrip("/")
+        self.model = model
+        self.api_key = api_key
+        self.temperature = temperature
+        self.headers = dict(headers or {})
+        self.transport = transport if transport is not None else default_transport()
+
+    def __repr__(self) -> str:
+        return f"ChatClient(base_url={self.base_url!r}, model={self.model!r})"
+
+    @property
+    def url(self) -> str:
+        return f"{self.base_url}/chat/completions"
+
+    def request(
+        self,
+        messages: Sequence[dict[str, Any]],
+        tools: Sequence[Tool | dict[str, Any]] = (),
+        system_prompt: str | None = None,
+        params: dict[str, Any] | None = None,
+    ) -> Request:
+        """The HTTP request ``stream_chat`` sends (built here, so it can be checked without a server)."""
+        clash = sorted(_OWN_KEYS & set(params or {}))
+        if clash:
+            raise AerixError("options", f"params cannot set {clash}: the client sets these")
+        body: dict[str, Any] = {
+            "model": self.model,
+            "messages": ([{"role": "system", "content": system_prompt}] if system_prompt else []) + list(messages),
+            "stream": True,
+            "stream_options": {"include_usage": True},
+        }
+        if tools:
+            body["tools"] = [tools_for_llm([t])[0] if isinstance(t, Tool) else t for t in tools]
+            body["tool_choice"] = "auto"
+            body["parallel_tool_calls"] = True
+        if self.temperature is not None:
+            body["temperature"] = self.temperature
+        body.update(params or {})
+        headers = {"Content-Type": "application/json", "Accept": "text/event-stream", **self.headers}
+        if self.api_key:
+            headers["Authorization"] = f"Bearer {self.api_key}"
+        return Request("POST", self.url, headers, json.dumps(body, ensure_ascii=False).encode("utf-8"))
+
+    async def stream_chat(
+        self,
+        messages: Sequence[dict[str, Any]],
+        tools: Sequence[Tool | dict[str, Any]] = (),
+        system_prompt: str | None = None,
+        signal: Any = None,
+        *,
+        params: dict[str, Any] | None = None,
+    ) -> AsyncGenerator[StreamEvent, None]:
+        """Stream one completion. ``params`` are more body fields (``max_tokens``,
+        ``response_format``, ``seed``, ...). Ends with exactly one ``done`` or ``error``."""
+        request = self.request(messages, tools, system_prompt, params)
+        if is_aborted(signal):
+            yield StreamDone("cancelled")
+            return
+        try:
+            aborted, response = await _unless_aborted(self.transport.send(request), signal)
+        except Exception as e:
+            yield StreamError(f"could not reach {request.url}: {describe(e)}")
+            return
+        if aborted:
+            yield StreamDone("cancelled")
+            return
+        try:
+            async with aclosing(_read(response, signal)) as events:
+                async for ev in events:
+                    yield ev
+        finally:
+            try:
+                await response.aclose()
+            except Exception:
+                pass  # the stream is over either way; closing a broken one may fail
+
+
+# -- reading a response ------------------------------------------------------------------
+
+
+async def _read(response: Response, signal: Any) -> AsyncGenerator[StreamEvent, None]:
+    if not 200 <= response.status < 300:
+        try:
+            aborted, body = await _unless_aborted(response.aread(_ERROR_BODY_LIMIT), signal)
+        except Exception:
+            aborted, body = False, b""
+        yield StreamDone("cancelled") if aborted else http_error(response.status, response.reason, response.content_type, body or b"")
+        return
+
+    stream = StreamState()
+    if "json" in response.content_type:  # a server that answered without streaming
+        try:
+            aborted, body = await _unless_aborted(response.aread(1 << 26), signal)
+        except Exception as e:
+            yield StreamError(f"the response broke off: {describe(e)}")
+            return
+        if aborted:
+            yield StreamDone("cancelled")
+            return
+        for ev in stream.whole(body or b""):
+            yield ev
+        return
+
+    decoder = SSEDecoder()
+    chunks = response.aiter_bytes()
+    try:
+        while True:
+            try:
+                aborted, chunk = await _unless_aborted(anext(chunks, None), signal)
+            except Exception as e:
+                yield StreamError(f"the stream broke off: {describe(e)}")
+                return
+            if aborted:
+                for ev in stream.end("cancelled"):
+                    yield ev
+                return
+            if chunk is None:
+                break
+            for frame in decoder.feed(chunk):
+                if is_aborted(signal):  # one network chunk may hold many frames
+                    for ev in stream.end("cancelled"):
+                        yield ev
+                    return
+                for ev in stream.frame(frame):
+                    yield ev
+                if stream.ended:
+                    return
+        decoder.close()
+        for ev in stream.end(None):  # the body closed
+            yield ev
+    finally:
+        await chunks.aclose()  # type: ignore[attr-defined]
+
+
+# -- waiting on the network while watching the signal --------------------------------------
+
+
+async def _unless_aborted(awaitable: Any, signal: Any) -> tuple[bool, Any]:
+    """``(False, result)``; or ``(True, None)`` once the signal is aborted, the wait cancelled.
+
+    Signals here are polled (anything with ``.aborted``: an ``aerix.Abort``, a JavaScript
+    ``AbortSignal``), so a quiet network is watched every ``POLL_SECONDS``.
+    """
+    if signal is None:
+        return False, await awaitable
+    task = asyncio.ensure_future(awaitable)
+    try:
+        while not task.done():
+            if is_aborted(signal):
+                task.cancel()
+                await asyncio.gather(task, return_exceptions=True)
+                return True, None
+            await asyncio.wait({task}, timeout=POLL_SECONDS)
+    except BaseException:
+        task.cancel()
+        raise
+    return False, task.result()

@@ -1,0 +1,301 @@
+"""The client's stream events, and the rules that turn a server's chunks into them.
+
+One union ``StreamEvent`` of six frozen dataclasses; each has a ``type`` (the constants below)
+and ``to_dict()``:
+
+    ContentDelta   delta            {content}                  a piece of the reply's text
+    ToolCallStart  tool_call_start  {id, name}                 the model began a native tool call
+    ToolCallDelta  tool_call_delta  {id, args}                 a fragment of that call's argument JSON
+    ToolCallEnd    tool_call_end    {id}                       the call's arguments are complete
+    StreamDone     done             {stop_reason, usage}       the ending: stop | length | tool_calls | cancelled | closed
+    StreamError    error            {message, code, problem}   the other ending: the request or the stream failed
+
+These are the HTTP stream's words, one level below the model protocol of ``aerix.model``
+(whose ``TextDelta`` and ``Done`` are what ``OpenAIModel`` makes of ``ContentDelta`` and
+``StreamDone``); the names differ so that the two cannot be mistaken for each other.
+
+The rules, each with a test in ``tests/unit/test_client.py``:
+
+- Tool-call fragments are keyed by the provider's ``delta.tool_calls[].index`` (the ``id``
+  comes only in a call's first fragment; a call without one is ``call_<n>``).
+- Exactly one ending, always last. Before ``done``, every call still open gets its
+  ``tool_call_end``. The endings: ``[DONE]``; a ``finish_reason`` of ``stop``, ``length`` or
+  ``tool_calls`` (after it the stream is read on only for the usage chunk that servers send
+  next, and ``done`` comes with that usage, or at ``[DONE]``, or when the body closes); a body
+  that just closes (``stop_reason`` ``closed`` when no finish reason came). Any other
+  ``finish_reason`` (``null``, ``content_filter``, ...) is ignored and the stream goes on.
+- An error (a non-2xx answer, an ``{"error": ...}`` frame, an ``event: error`` frame, a frame
+  that is not JSON) is one ``error``. ``message`` is for people; ``code`` is the HTTP status (or
+  the provider's error code); an RFC 9457 problem document (``application/problem+json``)
+  rides along as ``problem``.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field, fields
+from typing import Any, Final, Literal, Sequence, Union
+
+from .sse import ServerSentEvent
+
+__all__ = [
+    "StreamEvent", "ContentDelta", "ToolCallStart", "ToolCallDelta", "ToolCallEnd", "StreamDone", "StreamError",
+    "DELTA", "TOOL_CALL_START", "TOOL_CALL_DELTA", "TOOL_CALL_END", "DONE", "ERROR", "EVENT_TYPES", "STOP_REASONS",
+    "collect_tool_calls",
+]
+
+DELTA: Final = "delta"
+TOOL_CALL_START: Final = "tool_call_start"
+TOOL_CALL_DELTA: Final = "tool_call_delta"
+TOOL_CALL_END: Final = "tool_call_end"
+DONE: Final = "done"
+ERROR: Final = "error"
+EVENT_TYPES = (DELTA, TOOL_CALL_START, TOOL_CALL_DELTA, TOOL_CALL_END, DONE, ERROR)
+
+StopReason = Literal["stop", "length", "tool_calls", "cancelled", "closed"]
+STOP_REASONS: tuple[str, ...] = ("stop", "length", "tool_calls", "cancelled", "closed")
+_FINISHING = frozenset({"stop", "length", "tool_calls"})  # other finish reasons are ignored
+
+
+class _StreamEventBase:
+    type: str
+
+    def to_dict(self) -> dict[str, Any]:
+        """The event as a plain dict, ``type`` first."""
+        out: dict[str, Any] = {"type": self.type}
+        for f in fields(self):  # type: ignore[arg-type]
+            if f.name != "type":
+                out[f.name] = getattr(self, f.name)
+        return out
+
+
+@dataclass(frozen=True)
+class ContentDelta(_StreamEventBase):
+    """A piece of the reply's text."""
+
+    content: str
+    type: Literal["delta"] = field(default=DELTA, init=False)
+
+
+@dataclass(frozen=True)
+class ToolCallStart(_StreamEventBase):
+    """The model began native tool call ``id`` (the provider's id, or ``call_<n>`` if it gave none)."""
+
+    id: str
+    name: str
+    type: Literal["tool_call_start"] = field(default=TOOL_CALL_START, init=False)
+
+
+@dataclass(frozen=True)
+class ToolCallDelta(_StreamEventBase):
+    """A fragment of call ``id``'s argument JSON; the fragments joined are the arguments."""
+
+    id: str
+    args: str
+    type: Literal["tool_call_delta"] = field(default=TOOL_CALL_DELTA, init=False)
+
+
+@dataclass(frozen=True)
+class ToolCallEnd(_StreamEventBase):
+    """Call ``id``'s arguments are complete."""
+
+    id: str
+    type: Literal["tool_call_end"] = field(default=TOOL_CALL_END, init=False)
+
+
+@dataclass(frozen=True)
+class StreamDone(_StreamEventBase):
+    """The stream ended. ``usage`` is the server's last usage object as it sent it, or ``None``."""
+
+    stop_reason: StopReason
+    usage: dict[str, Any] | None = None
+    type: Literal["done"] = field(default=DONE, init=False)
+
+
+@dataclass(frozen=True)
+class StreamError(_StreamEventBase):
+    """The request or the stream failed. ``code``: the HTTP status, or the provider's error code;
+    ``problem``: the RFC 9457 problem document, when the server sent one."""
+
+    message: str
+    code: int | str | None = None
+    problem: dict[str, Any] | None = None
+    type: Literal["error"] = field(default=ERROR, init=False)
+
+
+StreamEvent = Union[ContentDelta, ToolCallStart, ToolCallDelta, ToolCallEnd, StreamDone, StreamError]
+
+
+def collect_tool_calls(events: Sequence[StreamEvent]) -> list[dict[str, str]]:
+    """The native tool calls of a finished stream: ``[{id, name, args}]`` in the order they began,
+    each ``args`` its fragments joined (the JSON text, unparsed)."""
+    calls: dict[str, dict[str, str]] = {}
+    for ev in events:
+        if isinstance(ev, ToolCallStart):
+            calls[ev.id] = {"id": ev.id, "name": ev.name, "args": ""}
+        elif isinstance(ev, ToolCallDelta) and ev.id in calls:
+            calls[ev.id]["args"] += ev.args
+    return list(calls.values())
+
+
+# -- from frames to events (used by the client) ---------------------------------------------
+
+
+class StreamState:
+    """The state of one stream: open tool calls by index, the finish reason, the last usage."""
+
+    def __init__(self) -> None:
+        self.calls: dict[int, str] = {}  # provider index -> our call id, in the order they began
+        self.started = 0
+        self.finish: str | None = None
+        self.usage: dict[str, Any] | None = None
+        self.ended = False
+
+    def frame(self, frame: ServerSentEvent) -> list[StreamEvent]:
+        data = frame.data.strip()
+        if data == "[DONE]":
+            return self.end(None)
+        if frame.event == "error":
+            return self.fail(_error_from(_json_or_text(data)))
+        if not data:
+            return []  # an empty keep-alive frame
+        try:
+            chunk = json.loads(data)
+        except ValueError:
+            return self.fail(StreamError(f"the server sent a frame that is not JSON: {data[:200]!r}"))
+        if not isinstance(chunk, dict):
+            return self.fail(StreamError(f"the server sent a frame that is not a JSON object: {data[:200]!r}"))
+        if chunk.get("error"):
+            return self.fail(_error_from(chunk))
+        return self.chunk(chunk)
+
+    def chunk(self, chunk: dict[str, Any]) -> list[StreamEvent]:
+        events: list[StreamEvent] = []
+        if self.finish is None:
+            choice = _first_choice(chunk.get("choices"))
+            if choice is not None:
+                delta = choice.get("delta") or choice.get("message") or {}
+                content = delta.get("content")
+                if isinstance(content, str) and content:
+                    events.append(ContentDelta(content))
+                for position, call in enumerate(delta.get("tool_calls") or []):
+                    if isinstance(call, dict):
+                        events.extend(self._tool_call(position, call))
+                finish = choice.get("finish_reason")
+                if finish in _FINISHING:
+                    self.finish = finish
+                    events.extend(self._end_calls())
+        usage = chunk.get("usage")
+        if isinstance(usage, dict):
+            self.usage = usage
+        if self.finish is not None and self.usage is not None:
+            events.extend(self.end(None))  # the usage that follows the finish reason has come
+        return events
+
+    def whole(self, body: bytes) -> list[StreamEvent]:
+        """A non-streamed answer (``application/json``), told as the same events."""
+        parsed = _json_or_text(body.decode("utf-8", "replace"))
+        if not isinstance(parsed, dict):
+            return self.fail(StreamError(f"the server answered with JSON that is not an object: {str(parsed)[:200]!r}"))
+        if parsed.get("error"):
+            return self.fail(_error_from(parsed))
+        return self.chunk(parsed) + ([] if self.ended else self.end(None))
+
+    def end(self, reason: str | None) -> list[StreamEvent]:
+        """Every open call ends, then the one ``done``."""
+        if self.ended:
+            return []
+        self.ended = True
+        stop = reason or self.finish or "closed"
+        return [*self._end_calls(), StreamDone(stop, self.usage)]  # type: ignore[arg-type]
+
+    def fail(self, error: StreamError) -> list[StreamEvent]:
+        self.ended = True
+        return [error]
+
+    def _tool_call(self, position: int, call: dict[str, Any]) -> list[StreamEvent]:
+        index = call.get("index")
+        if not isinstance(index, int):
+            index = position
+        function = call.get("function") or {}
+        given_id = call.get("id")
+        events: list[StreamEvent] = []
+        current = self.calls.get(index)
+        if current is not None and given_id and given_id != current:
+            events.append(ToolCallEnd(current))  # the index was reused for a new call
+            del self.calls[index]
+            current = None
+        if current is None:
+            self.started += 1
+            current = given_id if isinstance(given_id, str) and given_id else f"call_{self.started}"
+            self.calls[index] = current
+            events.append(ToolCallStart(current, str(function.get("name") or "")))
+        args = function.get("arguments")
+        if isinstance(args, dict):  # a few servers send the arguments as an object
+            args = json.dumps(args, ensure_ascii=False)
+        if isinstance(args, str) and args:
+            events.append(ToolCallDelta(current, args))
+        return events
+
+    def _end_calls(self) -> list[StreamEvent]:
+        ended: list[StreamEvent] = [ToolCallEnd(call_id) for call_id in self.calls.values()]
+        self.calls.clear()
+        return ended
+
+
+# -- errors --------------------------------------------------------------------------------
+
+
+def http_error(status: int, reason: str, content_type: str, body: bytes) -> StreamError:
+    """The ``error`` for a non-2xx answer: its status, and the words or problem document of its body."""
+    text = body.decode("utf-8", "replace").strip()
+    parsed = _json_or_text(text)
+    problem = None
+    if content_type == "application/problem+json" and isinstance(parsed, dict):
+        problem = parsed
+        detail = _problem_text(parsed)
+    elif isinstance(parsed, dict):
+        detail = _error_from(parsed).message if parsed.get("error") else str(parsed.get("detail") or parsed.get("message") or text)
+    else:
+        detail = text
+    head = f"the server answered {status} {reason}".rstrip()
+    detail = " ".join(detail.split())[:500]
+    return StreamError(f"{head}: {detail}" if detail else head, code=status, problem=problem)
+
+
+def _error_from(parsed: Any) -> StreamError:
+    """An error frame or body: ``{"error": {"message", "code"|"type"}}``, ``{"error": "text"}``,
+    a problem document, or plain text."""
+    if isinstance(parsed, dict) and _is_problem(parsed):
+        return StreamError(_problem_text(parsed), code=parsed.get("status"), problem=parsed)
+    error = parsed.get("error") if isinstance(parsed, dict) else parsed
+    if isinstance(error, dict):
+        message = error.get("message") or error.get("detail") or json.dumps(error, ensure_ascii=False)
+        code = error.get("code") if error.get("code") is not None else error.get("type")
+        return StreamError(f"the server reported an error: {message}", code=code if isinstance(code, (int, str)) else None)
+    return StreamError(f"the server reported an error: {str(error)[:500] or 'no details'}")
+
+
+def _is_problem(doc: dict[str, Any]) -> bool:
+    return "error" not in doc and any(isinstance(doc.get(k), str) for k in ("title", "detail"))
+
+
+def _problem_text(problem: dict[str, Any]) -> str:
+    parts = [str(problem[k]) for k in ("title", "detail") if isinstance(problem.get(k), str) and problem[k]]
+    return ": ".join(parts) or str(problem.get("type") or "a problem without a title")
+
+
+def _first_choice(choices: Any) -> dict[str, Any] | None:
+    if not isinstance(choices, list) or not choices:
+        return None
+    for choice in choices:
+        if isinstance(choice, dict) and choice.get("index", 0) == 0:
+            return choice
+    return None
+
+
+def _json_or_text(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text

@@ -1,5 +1,6 @@
 # aerix — two commands matter: `make demo` (the main job) and `make test` (every test).
 # Everything else is a step they take; each builds only what is missing or out of date.
+# The scripts in build/ and bench/ are packages, run as modules from here (python -m build.site).
 
 PY      := .venv/bin/python
 SITE    := build/site
@@ -30,7 +31,7 @@ chromium:
 # g++), then cached in ~/.cache/aerix, outside the work tree (build/llama_server.py says more).
 llama-server: .venv/.installed
 	@command -v cmake >/dev/null && command -v c++ >/dev/null || { echo "installing cmake and g++"; apt-get update -q && apt-get install -y -q cmake g++; }
-	@$(PY) build/llama_server.py
+	@$(PY) -m build.llama_server
 
 # -- the site ----------------------------------------------------------------------------
 
@@ -38,21 +39,21 @@ PY_SOURCES  := $(shell find py -type f \( -name '*.py' -o -name '*.j2' -o -name 
 WEB_SOURCES := $(wildcard web/*)
 
 $(SITE)/.built: .venv/.installed node_modules/.installed build/site.py build/models.py $(PY_SOURCES) $(WEB_SOURCES) models/aerix-tools.gguf models/aerix-tools.json
-	$(PY) build/site.py
-	$(PY) build/models.py $(SITE)/models
+	$(PY) -m build.site
+	$(PY) -m build.models $(SITE)/models
 	touch $@
 
 build: $(SITE)/.built
 
 serve: build
-	$(PY) build/serve.py --port $(PORT)
+	$(PY) -m build.serve --port $(PORT)
 
 # -- the main job ------------------------------------------------------------------------
 
 # Serves the demo, runs an agent in it in headless Chromium, prints the transcript, then keeps
 # the page up for a person to open (Ctrl-C to stop; DEMO_HOLD=0 to exit after the run).
 demo: build chromium
-	$(PY) build/demo.py --port $(PORT) --chromium $(CHROMIUM)
+	$(PY) -m build.demo --port $(PORT) --chromium $(CHROMIUM)
 
 # -- the bundled model -------------------------------------------------------------------
 
@@ -64,10 +65,10 @@ demo: build chromium
 	touch $@
 
 model: .venv/.model-installed
-	$(PY) build/model/train.py
+	$(PY) -m build.model.train
 
 eval: build chromium
-	$(PY) build/model/eval.py
+	$(PY) -m build.model.eval
 
 # -- benchmarks --------------------------------------------------------------------------
 
@@ -76,7 +77,7 @@ eval: build chromium
 # BENCH_PAIRS=5 by default; about 8 minutes on 2 shared vCPUs.
 BENCH_PAIRS ?= 5
 bench: build chromium
-	$(PY) bench/run.py --pairs $(BENCH_PAIRS)
+	$(PY) -m bench.run --pairs $(BENCH_PAIRS)
 
 # -- tests -------------------------------------------------------------------------------
 

@@ -1,6 +1,6 @@
 """`make bench`: what the Python loop and the bridge cost, measured side by side in headless Chromium.
 
-    .venv/bin/python bench/run.py [--pairs 5] [--only P1,P5] [--out bench/results/latest.json]
+    .venv/bin/python -m bench.run [--pairs 5] [--only P1,P5] [--out bench/results/latest.json]
 
 Every figure is a ratio of two things measured in the same run, interleaved A B A B ...: the
 median of the pairs' ratios is reported with their min–max, because this machine is shared and
@@ -34,12 +34,13 @@ from functools import partial
 from pathlib import Path
 from typing import Any, Callable
 
+from build.chromium import launch
+from build.models import chatml
+from build.serve import SiteHandler, _Server
+
 ROOT = Path(__file__).resolve().parent.parent
 BENCH = ROOT / "bench"
 SITE = ROOT / "build" / "site"
-sys.path.insert(0, str(ROOT / "build"))
-from serve import SiteHandler, _Server  # noqa: E402
-from chromium import launch  # noqa: E402
 
 MODEL = "/models/bench.gguf"
 BIG_VOCAB = "/models/bench-bigvocab.gguf"
@@ -48,10 +49,10 @@ MAX_TOKENS = 128
 STREAM_TOKENS = 192  # P5: tokens per generation
 THREAD_TOKENS = 64  # P5 on 2 threads and the threads row: fewer, as 2 threads on 2 busy vCPUs can crawl
 P3_TOOLS = (1, 8, 32)
-P3_PROMPT = (
-    "<|im_start|>system\nYou are a travel helper. Answer with one JSON turn.<|im_end|>\n"
-    "<|im_start|>user\nDo I need an umbrella in Lisbon today?<|im_end|>\n<|im_start|>assistant\n"
-)
+P3_PROMPT = chatml([
+    {"role": "system", "content": "You are a travel helper. Answer with one JSON turn."},
+    {"role": "user", "content": "Do I need an umbrella in Lisbon today?"},
+])
 
 
 # -- serving: the site, and bench/ at /bench/ (same origin, same headers) ---------------------

@@ -1,7 +1,7 @@
 """`make demo`: serve the demo page, run an agent in it in headless Chromium, print the transcript,
 then keep the page up for a person to open.
 
-    python build/demo.py [--port 8642] [--prompt "..."] [--model ./models/aerix-tools.gguf]
+    python -m build.demo [--port 8642] [--prompt "..."] [--model ./models/aerix-tools.gguf]
 
 DEMO_HOLD=0 exits after the run instead of serving until Ctrl-C.
 """
@@ -15,10 +15,10 @@ import sys
 import time
 from pathlib import Path
 
+from .chromium import launch
+from .serve import serve
+
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from serve import serve  # noqa: E402
-from chromium import launch  # noqa: E402
 
 
 def line(ev: dict) -> str | None:

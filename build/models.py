@@ -1,6 +1,6 @@
 """Write the small GGUF models that aerix's tests and benchmarks run on.
 
-    .venv/bin/python build/models.py OUTDIR
+    .venv/bin/python -m build.models OUTDIR
 
 writes ``tiny.gguf``, ``bench.gguf``, ``bench-bigvocab.gguf`` and ``models.json``
 into OUTDIR. The output is a pure function of the constants below (fixed seeds),
@@ -46,8 +46,15 @@ import numpy as np
 from gguf import GGMLQuantizationType, GGUFWriter, LlamaFileType, TokenType
 from gguf.quants import quantize
 
-__all__ = ["ModelSpec", "SPECS", "CHAT_TEMPLATE", "build_vocab", "write_model", "main"]
+__all__ = ["ModelSpec", "SPECS", "CHAT_TEMPLATE", "CONTROL_TOKENS", "ENDOFTEXT", "IM_START", "IM_END", "chatml",
+           "build_vocab", "write_model", "main"]
 
+# Control tokens go after the byte tokens and merges, in this order.
+ENDOFTEXT, IM_START, IM_END = "<|endoftext|>", "<|im_start|>", "<|im_end|>"
+CONTROL_TOKENS = (ENDOFTEXT, IM_START, IM_END)
+
+# The chat template every model here carries (llama.cpp renders it with its own Jinja);
+# chatml() is the same layout in Python, for everything on this side that builds a prompt.
 CHAT_TEMPLATE = (
     "{% for message in messages %}"
     "<|im_start|>{{ message['role'] }}\n{{ message['content'] }}<|im_end|>\n"
@@ -55,9 +62,13 @@ CHAT_TEMPLATE = (
     "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
 )
 
-# Control tokens go after the byte tokens and merges, in this order.
-ENDOFTEXT, IM_START, IM_END = "<|endoftext|>", "<|im_start|>", "<|im_end|>"
-CONTROL_TOKENS = (ENDOFTEXT, IM_START, IM_END)
+
+def chatml(messages: list[dict[str, str]], generation_prompt: bool = True) -> str:
+    """The conversation as CHAT_TEMPLATE renders it: each message closed by ``<|im_end|>`` and a
+    newline, then, with ``generation_prompt``, the opening of the assistant turn the model writes."""
+    opening = f"{IM_START}assistant\n" if generation_prompt else ""
+    return "".join(f"{IM_START}{m['role']}\n{m['content']}{IM_END}\n" for m in messages) + opening
+
 
 BIAS_DIM, CLOSE_DIM = 0, 1
 CLOSE_FEATURE = 2.0
@@ -367,7 +378,7 @@ def write_model(spec: ModelSpec, outdir: Path) -> dict[str, object]:
 
 def main(argv: list[str]) -> int:
     if len(argv) != 1:
-        print("usage: python build/models.py OUTDIR", file=sys.stderr)
+        print("usage: python -m build.models OUTDIR", file=sys.stderr)
         return 2
     outdir = Path(argv[0])
     outdir.mkdir(parents=True, exist_ok=True)

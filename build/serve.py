@@ -1,6 +1,6 @@
 """Serve the offline site on 127.0.0.1 with the headers the page needs.
 
-    python build/serve.py [--port 8642] [--root build/site] [--verbose]
+    python -m build.serve [--port 8642] [--root build/site] [--verbose]
 
 Cross-origin isolation (COOP same-origin + COEP require-corp) is what gives wllama
 its threads; without it llama.cpp silently runs on one. Range requests let a model
@@ -126,7 +126,7 @@ def serve(
     """Start serving `root` in a background thread; port 0 picks a free one (read `server.server_address`)."""
     root = Path(root)
     if not root.is_dir():
-        raise FileNotFoundError(f"{root} is not a folder: run `python build/site.py` first")
+        raise FileNotFoundError(f"{root} is not a folder: run `python -m build.site` first")
     handler = partial(type("Handler", (SiteHandler,), {"verbose": verbose}), directory=str(root))  # verbose per server
     server = _Server(("127.0.0.1", port), handler)
     thread = threading.Thread(target=server.serve_forever, name="aerix-site", daemon=True)

@@ -1,7 +1,7 @@
 """Assemble the offline site in build/site/ from pinned, local parts.
 
-    python build/site.py             # every step
-    python build/site.py wheels lock # only these steps: pyodide wllama wheels test-wheels lock
+    python -m build.site             # every step
+    python -m build.site wheels lock # only these steps: pyodide wllama wheels test-wheels lock
 
 Layout of build/site/:
 
@@ -9,7 +9,7 @@ Layout of build/site/:
     wllama/index.js          @wllama/wllama ESM build (self-contained: the worker code is inlined)
     wllama/wllama.wasm
     index.html, aerix.mjs, ...  the page side, copied from web/
-    models/                  generated GGUF models (build/models.py writes them) and the bundled
+    models/                  generated GGUF models (build.models writes them) and the bundled
                              trained one, aerix-tools.gguf, copied from models/
     wheels/                  what the page installs: aerix and its dependencies
     pyodide-lock.json        Pyodide's `info` + only our wheels; `file_name` is relative to this file's folder
@@ -18,7 +18,8 @@ Layout of build/site/:
 
 Every step skips what is up to date, so a second run does nothing. Downloaded and
 built third-party wheels are cached in build/cache/wheels/ across runs and cleans.
-Standard library only (it runs pip and `build` as subprocesses), so it needs no setup.
+Runs in the project's venv: `packaging` reads wheel markers, pip and PyPA's `build` run as
+subprocesses.
 """
 
 from __future__ import annotations
@@ -26,7 +27,6 @@ from __future__ import annotations
 import email
 import hashlib
 import json
-import operator
 import os
 import re
 import shutil
@@ -35,10 +35,11 @@ import sys
 import tempfile
 import tomllib
 import zipfile
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from packaging.markers import Marker, default_environment
 
 ROOT = Path(__file__).resolve().parent.parent
 SITE = ROOT / "build" / "site"
@@ -88,9 +89,12 @@ TEST_PINS = [
 ]
 
 # Environment markers as Pyodide evaluates them, to derive `depends` from wheel metadata.
+# platform_release and platform_version are left out: a marker that names them is refused
+# rather than evaluated with this machine's values.
 MARKER_ENV = {
     "python_version": PYTHON_VERSION,
     "python_full_version": PYODIDE_PYTHON,
+    "implementation_version": PYODIDE_PYTHON,
     "sys_platform": "emscripten",
     "platform_system": "Emscripten",
     "platform_machine": "wasm32",
@@ -99,6 +103,7 @@ MARKER_ENV = {
     "platform_python_implementation": "CPython",
     "extra": "",
 }
+UNKNOWN_MARKERS = re.compile(r"\b(" + "|".join(sorted(set(default_environment()) - set(MARKER_ENV))) + r")\b")
 
 
 def log(message: str) -> None:
@@ -275,8 +280,10 @@ def build_aerix() -> Path:
             log("README.md missing: building with an empty one")
             (src / "README.md").write_text("")
         out = Path(tmp) / "dist"
+        # PyPA's `build`, run from the temporary folder: in the repository root `-m build` would
+        # find this folder, the `build` package the scripts here belong to.
         done = subprocess.run([sys.executable, "-m", "build", "--wheel", "--outdir", str(out), str(src)],
-                              capture_output=True, text=True, env=REPRODUCIBLE)  # fmt: skip
+                              cwd=tmp, capture_output=True, text=True, env=REPRODUCIBLE)  # fmt: skip
         if done.returncode:
             sys.exit(f"{done.stdout}{done.stderr}site: building the aerix wheel failed")
         (built,) = out.glob("*.whl")
@@ -290,35 +297,11 @@ def build_aerix() -> Path:
 # --- lock files ------------------------------------------------------------------------
 
 
-COMPARE: dict[str, Callable[[Any, Any], bool]] = {
-    "==": operator.eq,
-    "!=": operator.ne,
-    "<": operator.lt,
-    "<=": operator.le,
-    ">": operator.gt,
-    ">=": operator.ge,
-}
-
-
 def marker_holds(marker: str) -> bool:
-    """Evaluate a PEP 508 marker for Pyodide: each `var op "value"` clause, then the and/or."""
-
-    def clause(m: re.Match[str]) -> str:
-        var, op, value = m.groups()
-        if var not in MARKER_ENV:
-            raise ValueError(f"unknown marker variable {var!r} in {marker!r}")
-        if var.endswith("_version"):
-            return str(COMPARE[op](version_tuple(MARKER_ENV[var]), version_tuple(value)))
-        return str(COMPARE[op](MARKER_ENV[var], value))
-
-    expr = re.sub(r"""(\w+)\s*(==|!=|<=|>=|<|>)\s*["']([^"']*)["']""", clause, marker)
-    if not re.fullmatch(r"[\s()]*(True|False)([\s()]*(and|or)[\s()]*(True|False))*[\s()]*", expr):
-        raise ValueError(f"unsupported marker {marker!r}")
-    return bool(eval(expr, {"__builtins__": {}}))  # only True/False/and/or/() left, checked above
-
-
-def version_tuple(v: str) -> tuple[int, ...]:
-    return tuple(int(x) for x in re.findall(r"\d+", v))
+    """Whether a PEP 508 marker holds in Pyodide (MARKER_ENV)."""
+    if UNKNOWN_MARKERS.search(marker):
+        raise ValueError(f"unknown marker variable in {marker!r}: MARKER_ENV has no Pyodide value for it")
+    return Marker(marker).evaluate(MARKER_ENV)
 
 
 def wheel_entry(wheel: Path, site: Path) -> dict[str, Any]:
@@ -387,7 +370,7 @@ STEPS = {
 def main(argv: list[str]) -> None:
     unknown = [a for a in argv if a not in STEPS]
     if unknown:
-        sys.exit(f"usage: python build/site.py [{' | '.join(STEPS)} ...]  (unknown: {' '.join(unknown)})")
+        sys.exit(f"usage: python -m build.site [{' | '.join(STEPS)} ...]  (unknown: {' '.join(unknown)})")
     for name in argv or list(STEPS):
         STEPS[name]()
     log("up to date")

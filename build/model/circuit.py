@@ -32,7 +32,7 @@ import math
 
 import torch
 
-from llama import Config, Llama
+from .torch_llama import Config, Llama
 
 __all__ = ["Layout", "plant"]
 

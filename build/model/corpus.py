@@ -4,8 +4,8 @@ A task is a user request (built from a world's phrasings and entities) and what 
 does with it: its first turn's calls. ``converse`` runs the task through the real aerix
 ``Agent`` loop, with the demo's tools (Python mirrors of the page's) and an ``Oracle`` model
 that writes the turns a good agent writes; the conversation that comes out (``agent.messages``)
-is byte for byte what aerix sends an engine, and ``render`` lays it out with the chat template
-that goes into the GGUF.
+is byte for byte what aerix sends an engine, and ``build.models.chatml`` lays it out as the chat
+template that goes into the GGUF does.
 
 Kinds: single calls (weather, time, convert, calculate, save_note), two calls in one turn,
 a chained second turn (weather, then its temperature in Fahrenheit), a tool error (units that
@@ -18,25 +18,19 @@ import asyncio
 import json
 import random
 import re
-import sys
 import zlib
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-sys.path.insert(0, str(HERE.parent))  # build/, for models.CHAT_TEMPLATE
+from aerix import Agent
+from aerix.testing import ScriptedModel
 
-import grammar  # noqa: E402
-import tools as demo  # noqa: E402
-from score import ADVICE, rainy, result_message  # noqa: E402
-from worlds import EVAL, TRAIN, UNIT_WORDS, World  # noqa: E402
+from . import demo_tools as demo
+from . import grammar
+from .score import ADVICE, rainy, result_message
+from .worlds import EVAL, TRAIN, UNIT_WORDS, World
 
-from aerix import Agent  # noqa: E402
-from aerix.testing import ScriptedModel  # noqa: E402
-
-__all__ = ["Task", "KINDS", "TRAIN_MIX", "EVAL_COUNTS", "make_task", "train_tasks", "eval_tasks", "Conversations", "render", "emphasis"]
+__all__ = ["Task", "KINDS", "TRAIN_MIX", "EVAL_COUNTS", "make_task", "train_tasks", "eval_tasks", "Conversations", "emphasis"]
 
 KINDS = ("weather", "umbrella", "time", "convert", "calculate", "note", "two", "fahrenheit", "bad_units", "div_zero", "direct")
 TRAIN_MIX = {
@@ -499,9 +493,3 @@ class Conversations:
             if task.then is None:
                 return self.agent.messages
             task = task.then
-
-
-def render(messages: list[dict[str, str]]) -> str:
-    """The conversation through the GGUF's chat template (build/models.py's CHAT_TEMPLATE), as
-    llama.cpp's Jinja renders it; each assistant turn ends with ``<|im_end|>``."""
-    return "".join(f"<|im_start|>{m['role']}\n{m['content']}<|im_end|>\n" for m in messages)

@@ -1,6 +1,6 @@
 """`make eval`: the bundled model on held-out tasks, through the real agent on the real engine.
 
-    .venv/bin/python build/model/eval.py [--limit N] [--modes constrained,unconstrained]
+    .venv/bin/python -m build.model.eval [--limit N] [--modes constrained,unconstrained]
 
 Serves build/site, opens it in headless Chromium (wasm tier), boots aerix on
 models/aerix-tools.gguf with the demo's tools (web/demo-tools.mjs), and runs every held-out
@@ -10,7 +10,7 @@ run is scored from its events (score.py); the table goes to stdout and everythin
 included, to bench/results/eval.json.
 
 It also checks what the scores rest on: the page's system message is the one the model was
-trained on, and every tool result in the page equals the Python mirror's (build/model/tools.py).
+trained on, and every tool result in the page equals the Python mirror's (demo_tools.py).
 """
 
 from __future__ import annotations
@@ -24,16 +24,12 @@ import time
 from pathlib import Path
 from typing import Any
 
-HERE = Path(__file__).resolve().parent
-ROOT = HERE.parents[1]
-sys.path.insert(0, str(HERE))
-sys.path.insert(0, str(ROOT / "build"))
+from .. import chromium
+from ..serve import serve
+from . import corpus, score
+from . import demo_tools as demo
 
-import corpus  # noqa: E402
-import score  # noqa: E402
-import tools as demo  # noqa: E402
-import chromium  # noqa: E402
-from serve import serve  # noqa: E402
+ROOT = Path(__file__).resolve().parents[2]
 
 TARGETS = {"first_turn": 0.95, "quoted": 0.90, "final": 0.98}
 

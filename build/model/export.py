@@ -3,16 +3,13 @@
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import numpy as np
 from gguf import GGMLQuantizationType, TokenType
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from models import CONTROL_TOKENS, write_llama  # noqa: E402
-
-from llama import Config, Llama  # noqa: E402
+from ..models import CONTROL_TOKENS, write_llama
+from .torch_llama import Config, Llama
 
 __all__ = ["vocab_of", "write_gguf"]
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import itertools
 import random
 
-from worlds import EVAL
+from .worlds import EVAL
 
 __all__ = ["compose", "check"]
 

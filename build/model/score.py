@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
-import tools as demo
+from . import demo_tools as demo
 
 __all__ = ["score", "summarize", "result_message"]
 

@@ -1,10 +1,10 @@
 """Train the bundled tool-using model from a seed, on the CPU, and write it as GGUF.
 
-    .venv/bin/python build/model/train.py            # what `make model` runs
-    .venv/bin/python build/model/train.py --steps 60 --out /tmp/try.gguf   # a quick try
+    .venv/bin/python -m build.model.train            # what `make model` runs
+    .venv/bin/python -m build.model.train --steps 60 --out /tmp/try.gguf   # a quick try
 
 Steps: synthetic conversations rendered by aerix itself (corpus.py) → a byte-level BPE trained
-on them (`tokenizers`) → a small Llama (llama.py) trained on the assistant turns only, with the
+on them (`tokenizers`) → a small Llama (torch_llama.py) trained on the assistant turns only, with the
 shared system prompt run once per batch → models/aerix-tools.gguf (export.py) and its config,
 models/aerix-tools.json → a check in PyTorch: the real aerix loop on held-out tasks, unconstrained.
 
@@ -26,9 +26,6 @@ import time
 from pathlib import Path
 from typing import Any, AsyncIterator
 
-HERE = Path(__file__).resolve().parent
-ROOT = HERE.parents[1]
-sys.path.insert(0, str(HERE))
 # OpenMP threads that spin while they wait collapse on a shared machine: with two threads on two
 # busy cores a step took 12-17 s instead of 2.5 s. Passive waiting keeps the idle-machine speed.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
@@ -36,13 +33,16 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 import torch  # noqa: E402
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers  # noqa: E402
 
-import circuit  # noqa: E402
-import corpus  # noqa: E402
-import score  # noqa: E402
-from export import write_gguf  # noqa: E402
-from llama import Config, Llama  # noqa: E402
+from aerix import Agent  # noqa: E402
 
-SPECIALS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
+from ..models import CONTROL_TOKENS, ENDOFTEXT, IM_END, IM_START, chatml  # noqa: E402
+from . import circuit, corpus, score  # noqa: E402
+from . import demo_tools as demo  # noqa: E402
+from .export import write_gguf  # noqa: E402
+from .torch_llama import Config, Llama  # noqa: E402
+
+SPECIALS = list(CONTROL_TOKENS)  # <|endoftext|>, <|im_start|>, <|im_end|>: ids 0, 1, 2 of the trained tokenizer
+ROOT = Path(__file__).resolve().parents[2]
 OUT = ROOT / "models" / "aerix-tools.gguf"
 
 
@@ -55,15 +55,15 @@ def log(msg: str) -> None:
 def pieces(messages: list[dict[str, str]]) -> tuple[str, list[tuple[str, bool]]]:
     """The rendered conversation as (the shared prefix, [(text, trained)]): the prefix is the
     system turn and the opening of the user turn; specials are pieces of their own. Joined,
-    they are exactly ``corpus.render(messages)`` without its last newline."""
+    they are exactly ``chatml(messages, generation_prompt=False)`` without its last newline."""
     system, first, *rest = messages
     assert system["role"] == "system" and first["role"] == "user"
-    prefix = f"<|im_start|>system\n{system['content']}<|im_end|>\n<|im_start|>user\n"
-    out: list[tuple[str, bool]] = [(first["content"], False), ("<|im_end|>", False)]
+    prefix = chatml([system], generation_prompt=False) + f"{IM_START}user\n"
+    out: list[tuple[str, bool]] = [(first["content"], False), (IM_END, False)]
     for m in rest:
         trained = m["role"] == "assistant"
-        out += [("\n", False), ("<|im_start|>", False), (f"{m['role']}\n", False), (m["content"], trained), ("<|im_end|>", trained)]
-    assert prefix + "".join(t for t, _ in out) + "\n" == corpus.render(messages)
+        out += [("\n", False), (IM_START, False), (f"{m['role']}\n", False), (m["content"], trained), (IM_END, trained)]
+    assert prefix + "".join(t for t, _ in out) + "\n" == chatml(messages, generation_prompt=False)
     return prefix, out
 
 
@@ -189,10 +189,10 @@ class TorchModel:
         self.prefix_ids = tok.encode(prefix, add_special_tokens=False).ids
         self.base: list[Any] = []
         model.extend(self.prefix_ids, self.base)
-        self.end = tok.token_to_id("<|im_end|>")
+        self.end = tok.token_to_id(IM_END)
 
     async def chat(self, messages: list[dict[str, str]], options: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
-        text = corpus.render(messages) + "<|im_start|>assistant\n"
+        text = chatml(messages, generation_prompt=True)
         ids = self.tok.encode(text, add_special_tokens=False).ids
         assert ids[: len(self.prefix_ids)] == self.prefix_ids
         cache = list(self.base)
@@ -212,9 +212,6 @@ class TorchModel:
 
 
 def check(model: Llama, tok: Tokenizer, prefix: str, tasks: list[corpus.Task]) -> dict[str, Any]:
-    import tools as demo
-    from aerix import Agent
-
     engine = TorchModel(model, tok, prefix)
     agent = Agent(model=engine, instructions=demo.INSTRUCTIONS, tools=demo.aerix_tools(), constrain=False,
                   limits={"turns": 6, "retries": 2, "max_tokens": 256})
@@ -275,7 +272,7 @@ def main() -> int:
     assert not held & {t.prompt for t in tasks}, "a held-out prompt is in the training data"
     log(f"data: {n} conversations ({time.monotonic() - started:.0f} s)")
 
-    tok = train_tokenizer(["".join(t for t, _ in c if not t.startswith("<|")) for c in convs], prefix, args.vocab)
+    tok = train_tokenizer(["".join(t for t, _ in c if t not in SPECIALS) for c in convs], prefix, args.vocab)
     examples = encode_examples(tok, convs)
     for (ids, _), (p, c) in list(zip(examples, rendered))[:200]:  # pieces tokenize as the whole does
         assert tok.encode(p, add_special_tokens=False).ids + ids == tok.encode(p + "".join(t for t, _ in c), add_special_tokens=False).ids
@@ -298,7 +295,7 @@ def main() -> int:
                             lr=args.lr, betas=(0.9, 0.95), eps=1e-8)
     plan = batches(examples, args.batch, rng)[: args.steps]
     held = encode_examples(tok, [pieces(conversations(t))[1] for t in corpus.eval_tasks()[:96]])
-    pad = tok.token_to_id("<|endoftext|>")
+    pad = tok.token_to_id(ENDOFTEXT)
 
     warmup = 60
 
@@ -335,7 +332,7 @@ def main() -> int:
     # engine, whose prompt_tokens must agree (llama.cpp's template and tokenizer = ours).
     probe = conversations(corpus.Task("two", "What's the weather in São Paulo and the time in Zürich?",
                                  [("weather", {"city": "São Paulo"}), ("time", {"city": "Zürich"})]))
-    probe_tokens = len(tok.encode(corpus.render(probe) + "<|im_start|>assistant\n", add_special_tokens=False).ids)
+    probe_tokens = len(tok.encode(chatml(probe, generation_prompt=True), add_special_tokens=False).ids)
 
     args.out.parent.mkdir(parents=True, exist_ok=True)
     write_gguf(args.out, model, tok.to_str(), name="aerix-tools",
@@ -350,7 +347,7 @@ def main() -> int:
         "train_seconds": round(train_s), "total_seconds": round(total_s), "threads": args.threads,
         "torch": torch.__version__, "cpu_count": os.cpu_count(),
         "system_sha256": hashlib.sha256(system.encode()).hexdigest(),
-        "tools": [t["name"] for t in corpus.demo.SPEC["tools"]],
+        "tools": [t["name"] for t in demo.SPEC["tools"]],
         "train_mix": corpus.TRAIN_MIX,
         "probe": {"messages": probe, "prompt_tokens": probe_tokens},
     }

@@ -5,18 +5,16 @@ Every page records its requests; a test fails if any goes to another origin or f
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
 
+from build.chromium import CHROMIUM, launch
+from build.serve import serve
+
 ROOT = Path(__file__).resolve().parents[2]
 SITE = ROOT / "build" / "site"
-
-sys.path.insert(0, str(ROOT / "build"))
-from chromium import CHROMIUM, launch  # noqa: E402
-from serve import serve  # noqa: E402
 
 
 @pytest.fixture(scope="session")

@@ -1,6 +1,6 @@
 """A real OpenAI-compatible server for the tests, and a proxy in front of it that records.
 
-- :class:`LlamaServer`: llama.cpp's ``llama-server`` (built by ``build/llama_server.py``) on a
+- :class:`LlamaServer`: llama.cpp's ``llama-server`` (built by ``python -m build.llama_server``) on a
   generated GGUF model, on a free port of 127.0.0.1, started and stopped by the tests.
 - :class:`RecordingProxy`: forwards every request to it unchanged and streams each response
   back chunk by chunk, recording what the server received (the body, parsed) and what it sent;
@@ -24,10 +24,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "build"))
-import llama_server  # noqa: E402  (build/llama_server.py)
+from build import llama_server
 
+ROOT = Path(__file__).resolve().parents[2]
 MODELS = ROOT / "build" / "site" / "models"
 
 

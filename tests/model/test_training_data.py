@@ -8,23 +8,18 @@ import hashlib
 import json
 import random
 import re
-import sys
 from pathlib import Path
 
+import jinja2
 import pytest
 
+from aerix import Agent
+from aerix.testing import ScriptedModel
+from build.model import corpus, grammar, score, worlds
+from build.model import demo_tools as demo
+from build.models import CHAT_TEMPLATE, chatml
+
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "build" / "model"))
-
-import corpus  # noqa: E402
-import grammar  # noqa: E402
-import score  # noqa: E402
-import tools as demo  # noqa: E402
-import worlds  # noqa: E402
-
-from aerix import Agent  # noqa: E402
-from aerix.testing import ScriptedModel  # noqa: E402
-
 TRAINED = json.loads((ROOT / "models" / "aerix-tools.json").read_text())
 
 
@@ -142,8 +137,21 @@ def test_a_training_conversation_is_the_messages_aerix_keeps_and_feeds_back():
     assert json.loads(messages[3]["content"]) == {"results": [{"id": "call_1", "tool": "weather", "result": result}]}
     assert json.loads(messages[2]["content"])["calls"] == [{"tool": "weather", "input": {"city": "Lisbon"}}]
     assert result in json.loads(messages[4]["content"])["final"]
-    rendered = corpus.render(messages)
+    rendered = chatml(messages, generation_prompt=False)
     assert rendered.startswith("<|im_start|>system\n" + messages[0]["content"] + "<|im_end|>\n")
+
+
+def test_the_python_chatml_is_what_the_gguf_chat_template_renders():
+    """Training, the PyTorch check and the benchmarks lay out prompts with chatml(); the engine
+    with the template in the GGUF. Jinja2 here stands in for llama.cpp's Jinja."""
+    conversations = corpus.Conversations()
+    try:
+        messages = conversations(corpus.Task("weather", "Wetter in Zürich?", [("weather", {"city": "Zürich"})]))
+    finally:
+        conversations.close()
+    template = jinja2.Environment().from_string(CHAT_TEMPLATE)
+    for generation_prompt in (False, True):
+        assert chatml(messages, generation_prompt) == template.render(messages=messages, add_generation_prompt=generation_prompt)
 
 
 def _events(calls, results, final):

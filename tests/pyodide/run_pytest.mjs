@@ -2,7 +2,7 @@
 //
 //   node tests/pyodide/run_pytest.mjs [--root DIR] [pytest args...]
 //
-// Needs `python build/site.py` first. DIR (default: this repository) is the project whose
+// Needs `python -m build.site` first. DIR (default: this repository) is the project whose
 // pyproject.toml and tests/ are copied into Pyodide's in-memory file system; pytest runs
 // there with the same arguments as on CPython (default: the `testpaths` of pyproject.toml).
 // aerix itself is imported from its wheel, not from py/ (a wheel older than py/ is refused).
@@ -98,13 +98,13 @@ function checkWheelIsFresh() {
   const wheels = readdirSync(join(SITE, "wheels")).filter((n) => n.startsWith("aerix-"));
   const built = Math.max(0, ...wheels.map((n) => statSync(join(SITE, "wheels", n)).mtimeMs));
   if (Math.max(newest(join(REPO, "py")), newest(join(REPO, "pyproject.toml"))) > built) {
-    fail("the aerix wheel is older than py/: run `python build/site.py`");
+    fail("the aerix wheel is older than py/: run `python -m build.site`");
   }
 }
 
 async function main() {
   const { root, pytestArgs } = parseArgs(process.argv.slice(2));
-  if (!existsSync(LOCK)) fail(`${relative(REPO, LOCK)} is missing: run \`python build/site.py\``);
+  if (!existsSync(LOCK)) fail(`${relative(REPO, LOCK)} is missing: run \`python -m build.site\``);
   checkWheelIsFresh();
 
   const started = performance.now();

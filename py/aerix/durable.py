@@ -4,6 +4,8 @@ interrupt) that ``Agent`` delegates to.
 
 A run record is plain JSON data (it crosses into IndexedDB unchanged):
 
+    version      the record format, 1; a record of another version, or one that does not read
+                 as a record, is listed with status ``corrupt`` (and ``error`` saying why)
     id, status, prompt, idempotency_key, created_at, updated_at,
     checkpoint   {messages, calls_made, generations, refused_in_row, tokens, elapsed_s, pending}:
                  the conversation and the loop's state after its last generation or tool result
@@ -14,6 +16,10 @@ A run record is plain JSON data (it crosses into IndexedDB unchanged):
 Statuses: ``queued`` (created, not started), ``running``, ``waiting`` (an approval is pending),
 ``interrupted`` (its page went away mid-run), and the ended ``completed`` (a final answer),
 ``failed`` (ended turns, retries, error, timeout or tokens) and ``cancelled`` (aborted).
+
+A store that fails (raises) inside a run ends the run ``error`` with ``store failed: ...``; the
+record keeps its last checkpoint, so once the store works again ``recover`` offers the run. Outside
+a run, and for a record that cannot be read, the failure is ``AerixError(kind="store")``.
 """
 
 from __future__ import annotations
@@ -28,9 +34,9 @@ from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, AsyncGenerator, Callable, Literal
 
-from .errors import AerixError
-from .events import End, Event, Final, event_from_dict
-from .loop import Conversation, Loop, LoopState
+from .errors import AerixError, describe
+from .events import End, Event, Final, Waiting, event_from_dict
+from .loop import Conversation, Loop, LoopState, Stop
 from .stores import Store
 from .tools import Decision, Tool, ToolContext, WaitingForApproval, run_tool
 
@@ -39,8 +45,10 @@ if TYPE_CHECKING:
 
 __all__ = ["ENDED", "Decision", "Durable", "RunRecord", "RunStatus", "Runs", "status_of_ending"]
 
-RunStatus = Literal["queued", "running", "waiting", "completed", "failed", "cancelled", "interrupted"]
+RunStatus = Literal["queued", "running", "waiting", "completed", "failed", "cancelled", "interrupted", "corrupt"]
 ENDED = frozenset({"completed", "failed", "cancelled"})
+VERSION = 1
+_STATUSES = ("queued", "running", "waiting", "completed", "failed", "cancelled", "interrupted")
 
 
 @dataclass
@@ -56,10 +64,12 @@ class RunRecord:
     checkpoint: dict[str, Any] | None = None
     ending: dict[str, Any] | None = None
     approvals: dict[str, dict[str, Any]] = field(default_factory=dict)
+    error: str | None = None  # why a ``corrupt`` record could not be read
 
     def to_dict(self) -> dict[str, Any]:
         return copy.deepcopy(
             {
+                "version": VERSION,
                 "id": self.id,
                 "prompt": self.prompt,
                 "status": self.status,
@@ -74,6 +84,12 @@ class RunRecord:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> RunRecord:
+        """The record ``data`` holds; ``AerixError(kind="store")`` naming what is wrong if it
+        does not read as a record of this version."""
+        why = _unreadable(data)
+        if why is not None:
+            name = data.get("id") if isinstance(data, dict) else None
+            raise AerixError("store", f"run record {name!r} is corrupt: {why}")
         data = copy.deepcopy(data)
         return cls(
             id=data["id"],
@@ -99,6 +115,28 @@ class RunRecord:
         return None
 
 
+def _unreadable(data: Any) -> str | None:
+    """Why ``data`` is not a run record this code can read, or ``None``."""
+    if not isinstance(data, dict):
+        return f"a record is an object, not {type(data).__name__}"
+    if data.get("version", VERSION) != VERSION:
+        return f"version {data.get('version')!r} (this aerix reads version {VERSION})"
+    kinds = {"id": str, "prompt": str, "status": str, "checkpoint": (dict, type(None)), "ending": (dict, type(None)), "approvals": (dict, type(None))}
+    for key, kind in kinds.items():
+        if key in data and not isinstance(data[key], kind):
+            return f"{key!r} is {type(data[key]).__name__}"
+    if not isinstance(data.get("id"), str) or not isinstance(data.get("prompt"), str):
+        return "it needs an 'id' and a 'prompt' string"
+    if data.get("status", "queued") not in _STATUSES:
+        return f"unknown status {data.get('status')!r}"
+    checkpoint = data.get("checkpoint")
+    if checkpoint is not None and not (isinstance(checkpoint.get("messages"), list) and checkpoint["messages"]):
+        return "its checkpoint has no messages"
+    if checkpoint is None and data.get("status", "queued") not in ("queued", *ENDED):
+        return f"the run is {data['status']} but has no checkpoint"
+    return None
+
+
 def status_of_ending(ending: dict[str, Any]) -> RunStatus:
     if ending["type"] == "final":
         return "completed"
@@ -120,10 +158,20 @@ class Runs:
     async def start(self, prompt: str, run_id: str | None, idempotency_key: str | None) -> RunRecord:
         now = self.agent.clock()
         record = RunRecord(run_id or uuid.uuid4().hex, prompt, "queued", idempotency_key, now, now)
-        return RunRecord.from_dict(await self.store.create_run(record.to_dict()))
+        found = RunRecord.from_dict(await _use("create_run", lambda: self.store.create_run(record.to_dict())))
+        if found.prompt != prompt:  # a key names one request: another prompt is another run
+            named = f"idempotency key {idempotency_key!r}" if found.idempotency_key == idempotency_key is not None else f"run id {found.id!r}"
+            raise AerixError("options", f"{named} belongs to run {found.id}, started with the prompt {found.prompt!r}, not {prompt!r}")
+        return found
 
     async def start_and_resume(self, prompt: str, signal: Any, run_id: str | None, key: str | None) -> AsyncGenerator[Event, None]:
-        record = await self.start(prompt, run_id, key)
+        try:
+            record = await self.start(prompt, run_id, key)
+        except AerixError as e:
+            if e.kind != "store":
+                raise
+            yield End("error", e.message)  # the run could not even be written down
+            return
         async with aclosing(self.resume(record.id, signal)) as events:
             async for ev in events:
                 yield ev
@@ -143,20 +191,30 @@ class Runs:
             _check_resumable(record, agent.system)
             run = self.current = Durable(self.store, record, agent.clock)
             if record.checkpoint is None:  # queued: it starts from this agent's conversation
-                agent._conversation.add("user", record.prompt)
+                conversation = Conversation([dict(m) for m in agent._conversation.messages], agent._conversation.calls_made)
+                conversation.add("user", record.prompt)
                 state = LoopState()
-                await run.checkpoint(agent._conversation, state)
+                try:
+                    await run.checkpoint(conversation, state)
+                except AerixError as e:
+                    yield End("error", e.message)  # the store failed before the run began
+                    return
             else:
-                agent._conversation = Conversation([dict(m) for m in record.checkpoint["messages"]], record.checkpoint["calls_made"])
+                conversation = Conversation([dict(m) for m in record.checkpoint["messages"]], record.checkpoint["calls_made"])
                 state = LoopState.from_dict(record.checkpoint)
-            async with aclosing(Loop(agent, agent._conversation, state, signal, run).events()) as events:
+            agent._conversation = conversation
+            async with aclosing(Loop(agent, conversation, state, signal, run).events()) as events:
                 async for ev in events:
                     yield ev
         finally:
-            if run is not None and run.record.status == "running":
-                await run.interrupted()  # the consumer stopped early, or the page is going away
-            self.current = None
-            agent._release()
+            try:
+                if run is not None and run.record.status == "running":
+                    await run.interrupted()  # the consumer stopped early, or the page is going away
+            except AerixError:
+                pass  # the store is failing: the record keeps its last checkpoint
+            finally:
+                self.current = None
+                agent._release()
 
     async def answer_and_resume(self, run_id: str, approval_id: str, approved: bool, reason: str | None, signal: Any) -> AsyncGenerator[Event, None]:
         record = await self.load(run_id)
@@ -167,13 +225,13 @@ class Runs:
             raise AerixError("options", f"approval {approval_id!r} of run {run_id} was already answered")
         approval["decision"] = {"approved": approved, "reason": reason}
         record.updated_at = self.agent.clock()
-        await self.store.save_run(record.to_dict())
+        await _use("save_run", lambda: self.store.save_run(record.to_dict()))
         async with aclosing(self.resume(run_id, signal)) as events:
             async for ev in events:
                 yield ev
 
     async def get(self, run_id: str) -> RunRecord | None:
-        data = await self.store.get_run(run_id)
+        data = await _use("get_run", lambda: self.store.get_run(run_id))
         return RunRecord.from_dict(data) if data is not None else None
 
     async def load(self, run_id: str) -> RunRecord:
@@ -183,7 +241,15 @@ class Runs:
         return record
 
     async def all(self) -> list[RunRecord]:
-        return [RunRecord.from_dict(r) for r in await self.store.list_runs()]
+        """Every run, oldest first; a record that does not read is listed as ``corrupt``."""
+        out = []
+        for data in await _use("list_runs", lambda: self.store.list_runs()):
+            try:
+                out.append(RunRecord.from_dict(data))
+            except AerixError as e:
+                name = data.get("id") if isinstance(data, dict) else None
+                out.append(RunRecord(str(name), "", "corrupt", error=e.message))
+        return out
 
     async def recover(self) -> list[RunRecord]:
         out = []
@@ -191,14 +257,24 @@ class Runs:
             if record.status == "running" and not (self.current is not None and self.current.run_id == record.id):
                 record.status = "interrupted"
                 record.updated_at = self.agent.clock()
-                await self.store.save_run(record.to_dict())
-            if record.status in ("interrupted", "waiting"):
+                await _use("save_run", lambda: self.store.save_run(record.to_dict()))
+            if record.status in ("queued", "interrupted", "waiting"):
                 out.append(record)
         return out
 
     async def interrupt(self) -> None:
         if self.current is not None:
             await self.current.interrupted()
+
+
+async def _use(what: str, call: Callable[[], Any]) -> Any:
+    """Await one store method; its failure becomes ``AerixError(kind="store")`` naming it."""
+    try:
+        return await call()
+    except AerixError:
+        raise
+    except Exception as e:
+        raise AerixError("store", f"store failed: {what}: {describe(e)}") from None
 
 
 def _check_resumable(record: RunRecord, system: str) -> None:
@@ -224,23 +300,32 @@ class Durable:
 
     async def _save(self) -> None:
         self.record.updated_at = self.clock()
-        await self.store.save_run(self.record.to_dict())
+        await _use("save_run", lambda: self.store.save_run(self.record.to_dict()))
 
     async def checkpoint(self, conversation: Conversation, state: LoopState) -> None:
         self.record.status = "running"
         self.record.checkpoint = {"messages": [dict(m) for m in conversation.messages], "calls_made": conversation.calls_made, **state.to_dict()}
         await self._save()
 
-    async def end(self, ending: Final | End) -> Final | End:
-        self.record.ending = ending.to_dict()
-        self.record.status = status_of_ending(self.record.ending)
-        await self._save()
-        return ending
-
-    async def wait(self, conversation: Conversation, state: LoopState) -> None:
-        await self.checkpoint(conversation, state)
-        self.record.status = "waiting"
-        await self._save()
+    async def close(self, conversation: Conversation, state: LoopState, stop: Stop) -> Stop:
+        """Record the stop. An ending the store cannot record is still the run's ending (the
+        record keeps its last checkpoint, from which a resume reaches the same ending); a wait
+        it cannot record ends the run ``error``, since no one could answer it."""
+        if isinstance(stop, Waiting):
+            try:
+                await self.checkpoint(conversation, state)
+                self.record.status = "waiting"
+                await self._save()
+            except AerixError as e:
+                return End("error", e.message)
+            return stop
+        ending = stop.to_dict()
+        try:
+            self.record.ending, self.record.status = ending, status_of_ending(ending)
+            await self._save()
+        except AerixError:
+            self.record.ending, self.record.status = None, "running"
+        return stop
 
     async def interrupted(self) -> None:
         if not self.record.ended and self.record.status != "waiting":
@@ -277,28 +362,50 @@ class Durable:
         return approve
 
     async def run_effect(self, tool: Tool, input: Any, ctx: ToolContext) -> tuple[str, bool]:
-        """An effect tool's result: recorded once, reused on resume; a failure is not recorded."""
-        key = tool.effect_key(input) if tool.effect_key else default_effect_key(self.run_id, tool.name, input)
-        recorded = await self.store.get_effect(key)
+        """An effect tool's result: recorded once, reused on resume; a failure is not recorded.
+
+        The key is made from the checked input: ``tool.effect_key(input)``, or by default the
+        run, the call and the input (so two identical calls in one turn are two effects)."""
+        try:
+            checked = tool.check(input)
+        except ValueError as e:
+            return f"error: invalid input for {tool.name}: {e}", True
+        try:
+            key = tool.effect_key(checked) if tool.effect_key else default_effect_key(self.run_id, ctx.call_id, tool.name, checked)
+            if not isinstance(key, str):
+                raise TypeError(f"it returned {type(key).__name__}, not a string")
+        except Exception as e:
+            return f"error: effect_key of {tool.name} failed: {describe(e)}", True
+        recorded = await _use("get_effect", lambda: self.store.get_effect(key))
         if recorded is not None:
             return recorded, False
-        if tool.already_applied is not None:
-            try:
-                prior = tool.already_applied(key, input)
-                if inspect.isawaitable(prior):
-                    prior = await prior
-            except Exception as e:
-                return f"error: could not tell whether {tool.name} already ran: {e}", True
-            if prior is not None and prior is not False:
-                text = prior if isinstance(prior, str) else f"{tool.name} had already been applied"
-                await self.store.put_effect(key, text)
-                return text, False
-        text, error = await run_tool(tool, input, ctx)
+        prior = await self._already_applied(tool, key, checked)
+        if isinstance(prior, tuple):
+            return prior
+        if prior is not None:
+            await _use("put_effect", lambda: self.store.put_effect(key, prior))
+            return prior, False
+        text, error = await run_tool(tool, checked, ctx)
         if not error:
-            await self.store.put_effect(key, text)
+            await _use("put_effect", lambda: self.store.put_effect(key, text))
         return text, error
 
+    async def _already_applied(self, tool: Tool, key: str, input: dict[str, Any]) -> str | tuple[str, bool] | None:
+        """``tool.already_applied``'s answer: the result text if it was applied (``True`` or a
+        non-empty text), ``None`` if not (anything else), an error result if it failed."""
+        if tool.already_applied is None:
+            return None
+        try:
+            prior = tool.already_applied(key, input)
+            if inspect.isawaitable(prior):
+                prior = await prior
+        except Exception as e:
+            return f"error: could not tell whether {tool.name} already ran: {e}", True
+        if prior is True:
+            return f"{tool.name} had already been applied"
+        return prior if isinstance(prior, str) and prior else None
 
-def default_effect_key(run_id: str | None, tool: str, input: Any) -> str:
+
+def default_effect_key(run_id: str | None, call_id: str, tool: str, input: Any) -> str:
     digest = hashlib.sha256(json.dumps(input, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
-    return f"{run_id}:{tool}:{digest}"
+    return f"{run_id}:{call_id}:{tool}:{digest}"

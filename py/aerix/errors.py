@@ -9,6 +9,9 @@
      ├─ kind "engine"   raised by a model when the engine failed; the loop turns it into
      │                  an ``end`` event with reason ``error`` (carrying the server's RFC 9457
      │                  ``problem`` document, if any), never lets it out of ``run``
+     ├─ kind "store"    a durable run's store could not be used: a record that cannot be read
+     │                  (``resume``, ``approve``), or a failing store outside a run (``start``,
+     │                  ``runs``, ``recover``); inside a run a failing store ends it ``error``
      ├─ kind "output"   raised by a model when one generation's output was unusable but the
      │                  engine is fine (e.g. bytes that are not UTF-8); the loop retries
      └─ kind "abort"    raised by a model that stopped because its signal was aborted
@@ -22,8 +25,8 @@ from typing import Any, Literal
 
 __all__ = ["AerixError", "ErrorKind", "describe"]
 
-ErrorKind = Literal["options", "busy", "end", "engine", "output", "abort"]
-_KINDS = ("options", "busy", "end", "engine", "output", "abort")
+ErrorKind = Literal["options", "busy", "end", "engine", "store", "output", "abort"]
+_KINDS = ("options", "busy", "end", "engine", "store", "output", "abort")
 
 
 class AerixError(Exception):

@@ -142,7 +142,9 @@ def _arity(fn: Any, most: int) -> int:
         return most
     if any(p.kind == p.VAR_POSITIONAL for p in params):
         return most
-    return min(most, sum(1 for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)))
+    # a parameter with a default keeps it: before_call(call, verbose=False) is given the call only
+    positional = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    return min(most, sum(1 for p in params if p.kind in positional and p.default is p.empty))
 
 
 def _reply(hook: str, value: Any, *keys: str) -> tuple[str, Any] | str | None:

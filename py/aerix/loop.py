@@ -26,7 +26,7 @@ from .errors import AerixError, describe
 from .events import Call, End, Event, Final, Result, Retry, Text, Turn, Usage, Waiting
 from .limits import HookFailed
 from .tools import Tool, ToolContext, WaitingForApproval, run_tool
-from .turn import TurnRefused, cut_note, parse_turn, refused_note, results_message
+from .turn import TurnRefused, cut_note, neutralise, parse_turn, refused_note, results_message
 
 if TYPE_CHECKING:
     from .agent import Agent
@@ -38,13 +38,17 @@ Stop = Union[Final, End, Waiting]
 
 @dataclass
 class Conversation:
-    """The messages the model is sent, append-only, and the count that names the next call."""
+    """The messages the model is sent, append-only, and the count that names the next call.
+
+    A user message (a prompt, results, a note) has its chat-template control tokens broken
+    (``turn.neutralise``), so no text from outside can forge a turn; an assistant turn is kept
+    exactly as generated."""
 
     messages: list[dict[str, str]]
     calls_made: int = 0
 
     def add(self, role: str, content: str) -> None:
-        self.messages.append({"role": role, "content": content})
+        self.messages.append({"role": role, "content": content if role == "assistant" else neutralise(content)})
 
     def new_call_id(self) -> str:
         self.calls_made += 1
@@ -110,14 +114,14 @@ class LoopState:
 
 class Book(Protocol):
     """A run's bookkeeping, called by the loop at fixed points: :class:`Memory` without a store,
-    ``durable.Durable`` with one."""
+    ``durable.Durable`` with one. ``close`` records the stop and gives back what the run yields
+    last (a store that fails to record ``waiting`` turns it into an ``end``)."""
 
     run_id: str | None
     durable: bool
 
     async def checkpoint(self, conversation: Conversation, state: LoopState) -> None: ...
-    async def end(self, ending: Final | End) -> Final | End: ...
-    async def wait(self, conversation: Conversation, state: LoopState) -> None: ...
+    async def close(self, conversation: Conversation, state: LoopState, stop: Stop) -> Stop: ...
     def approver(self, call_id: str) -> Callable[..., Any] | None: ...
     async def run_effect(self, tool: Tool, input: Any, ctx: ToolContext) -> tuple[str, bool]: ...
 
@@ -131,11 +135,9 @@ class Memory:
     async def checkpoint(self, conversation: Conversation, state: LoopState) -> None:
         pass
 
-    async def end(self, ending: Final | End) -> Final | End:
-        return ending
-
-    async def wait(self, conversation: Conversation, state: LoopState) -> None:
-        raise AssertionError("a run without a store cannot wait")  # ctx.approve refuses first
+    async def close(self, conversation: Conversation, state: LoopState, stop: Stop) -> Stop:
+        assert not isinstance(stop, Waiting), "a run without a store cannot wait"  # ctx.approve refuses first
+        return stop
 
     def approver(self, call_id: str) -> Callable[..., Any] | None:
         return None
@@ -170,29 +172,30 @@ class Loop:
         """The loop: phases until one of them sets ``stop``, then the one exit."""
         st = self.state
         try:
-            while self.stop is None:
-                if st.pending is None:
-                    self.stop = self.check_limits()
-                    if self.stop is not None:
-                        break
-                    gen = _Generation()
-                    async with aclosing(self.generate(gen)) as stream:
-                        async for ev in stream:
-                            yield ev
-                    if self.stop is None:
-                        yield await self.parse(gen)
-                elif st.pending.final is not None:
-                    await self.finish(st.pending)
-                else:
-                    async with aclosing(self.call_tools(st.pending)) as results:
-                        async for ev in results:
-                            yield ev
+            try:
+                while self.stop is None:
+                    if st.pending is None:
+                        self.stop = self.check_limits()
+                        if self.stop is not None:
+                            break
+                        gen = _Generation()
+                        async with aclosing(self.generate(gen)) as stream:
+                            async for ev in stream:
+                                yield ev
+                        if self.stop is None:
+                            yield await self.parse(gen)
+                    elif st.pending.final is not None:
+                        await self.finish(st.pending)
+                    else:
+                        async with aclosing(self.call_tools(st.pending)) as results:
+                            async for ev in results:
+                                yield ev
+            except AerixError as e:  # the store failed: the run ends here, and says why
+                if e.kind != "store":
+                    raise
+                self.stop = End("error", e.message)
             # the one exit: the stop, recorded by the book
-            if isinstance(self.stop, Waiting):
-                await self.book.wait(self.conversation, st)
-                yield self.stop
-            else:
-                yield await self.book.end(self.stop)
+            yield await self.book.close(self.conversation, st, self.stop)
         finally:
             if not self.book.durable and st.pending is not None and st.pending.final is None:
                 # a run kept in memory stopped mid-turn: close the turn so the conversation stays whole
@@ -239,10 +242,10 @@ class Loop:
                     if self.signal.aborted or timed_out:
                         break
                     kind = delta.get("type") if isinstance(delta, dict) else None
-                    if kind == "text" and done is None:
+                    if kind == "text" and done is None and isinstance(delta.get("text"), str):
                         parts.append(delta["text"])
                         yield Text(delta["text"])
-                    elif kind == "done" and done is None:
+                    elif kind == "done" and done is None and _usage(delta) is not None:
                         done = delta
                     else:
                         self.stop = End("error", f"engine failed: the model yielded {delta!r} out of protocol")
@@ -273,10 +276,10 @@ class Loop:
         return None
 
     def count_usage(self, done: dict[str, Any]) -> Usage:
-        usage = done.get("usage") or {}
-        usage_event = Usage(*(int(usage.get(k) or 0) for k in ("prompt_tokens", "completion_tokens", "cached_tokens")))
-        self.state.tokens += usage_event.prompt_tokens + usage_event.completion_tokens
-        return usage_event
+        usage = _usage(done)
+        assert usage is not None  # checked when the done item came
+        self.state.tokens += usage.prompt_tokens + usage.completion_tokens
+        return usage
 
     # -- phase: parse ---------------------------------------------------------------------
 
@@ -397,6 +400,20 @@ class Loop:
         self.state.elapsed_s += now - self._clock_base
         self._clock_base = now
         await self.book.checkpoint(self.conversation, self.state)
+
+
+def _usage(done: dict[str, Any]) -> Usage | None:
+    """The usage of a done item (missing counts are 0), or ``None`` when it is out of protocol."""
+    usage = done.get("usage")
+    if usage is None:
+        usage = {}
+    if not isinstance(usage, dict):
+        return None
+    counts = [usage.get(k, 0) or 0 for k in ("prompt_tokens", "completion_tokens", "cached_tokens")]
+    # a count is a whole number >= 0 (a JavaScript engine's numbers may arrive as floats)
+    if not all(isinstance(n, (int, float)) and not isinstance(n, bool) and n >= 0 and float(n).is_integer() for n in counts):
+        return None
+    return Usage(*(int(n) for n in counts))
 
 
 async def _iterate(source: Any) -> AsyncGenerator[Any, None]:

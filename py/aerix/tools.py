@@ -153,8 +153,8 @@ async def run_tool(tool: Tool, input: Any, ctx: ToolContext) -> tuple[str, bool]
         return value, False
     try:
         return json.dumps(value, ensure_ascii=False), False
-    except (TypeError, ValueError) as e:
-        return f"error: {tool.name} returned a value that is not JSON: {e}", True
+    except Exception as e:  # TypeError, ValueError, RecursionError, or a default= that throws
+        return f"error: {tool.name} returned a value that is not JSON: {_message(e)}", True
 
 
 def tool(

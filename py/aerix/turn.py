@@ -13,6 +13,7 @@ states the contract and the tools; ``results_message`` and the notes are how the
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Sequence
@@ -21,11 +22,13 @@ from .tools import _NO_DEFAULT, Tool
 
 __all__ = [
     "MAX_CALLS",
+    "MAX_DEPTH",
     "THOUGHT_CHARS",
     "ParsedCall",
     "ParsedTurn",
     "TurnRefused",
     "cut_note",
+    "neutralise",
     "parse_turn",
     "refused_note",
     "results_message",
@@ -35,6 +38,7 @@ __all__ = [
 
 MAX_CALLS = 8
 THOUGHT_CHARS = 600
+MAX_DEPTH = 64  # a valid turn nests 4 levels; deeper JSON is refused before anything copies it
 
 
 def turn_schema(tools: Sequence[Tool]) -> dict[str, Any]:
@@ -113,6 +117,10 @@ def parse_turn(text: str, tool_names: Sequence[str] | frozenset[str]) -> ParsedT
         raise TurnRefused(f"bad number: {e}") from None
     except ValueError as e:
         raise TurnRefused(f"bad json: {e}") from None
+    except RecursionError:
+        raise TurnRefused(f"bad json: the reply nests deeper than {MAX_DEPTH} levels") from None
+    if _depth(data) > MAX_DEPTH:
+        raise TurnRefused(f"bad json: the reply nests deeper than {MAX_DEPTH} levels")
     if not isinstance(data, dict):
         raise TurnRefused("not a turn: the reply must be one JSON object")
     thought = data.get("thought")
@@ -146,6 +154,19 @@ def parse_turn(text: str, tool_names: Sequence[str] | frozenset[str]) -> ParsedT
 
 class _OutOfRange(ValueError):
     pass
+
+
+def _depth(value: Any) -> int:
+    """How deep JSON data nests, without recursion (a scalar is 0)."""
+    deepest, stack = 0, [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, (dict, list)):
+            deepest = max(deepest, depth + 1)
+            if deepest > MAX_DEPTH:
+                return deepest
+            stack.extend((v, depth + 1) for v in (item.values() if isinstance(item, dict) else item))
+    return deepest
 
 
 def _finite(text: str) -> float:
@@ -222,3 +243,17 @@ def refused_note(reason: str) -> str:
 
 def cut_note(max_tokens: int) -> str:
     return f"Your last turn was cut off at {max_tokens} tokens before it ended. Write a shorter turn."
+
+
+# Chat-template control tokens (ChatML and the Llama 3 family's <|...|>, Gemma's turn markers,
+# Llama 2 / Mistral's [INST]) in text that comes from outside: a prompt, a tool result. The
+# engine parses special tokens in the prompt it renders, so such text could close a turn and
+# forge another; a word joiner (U+2060) after the first character breaks the token and keeps
+# the text readable.
+_CONTROL = re.compile(r"<\|\w{1,40}\|>|</?(?:start_of_turn|end_of_turn)>|\[/?INST\]")
+
+
+def neutralise(text: str) -> str:
+    """``text`` with every chat-template control token broken, so it stays text."""
+    return _CONTROL.sub(lambda m: m[0][0] + "\u2060" + m[0][1:], text)
+

@@ -172,10 +172,12 @@ async def test_a_recorded_effect_is_reused_not_run_again():
     applied.clear()
     store = MemoryStore()
     agent = agent_for(store, Conversation(THREE_TOOL_RUN).model(), with_marker=False)
-    await agent.ask("Message Ana")
-    key = "r:send:" + hashlib.sha256(json.dumps({"to": "ana@example.org"}).encode()).hexdigest()
+    answer = await agent.ask("Message Ana")
+    call_id = next(e.id for e in answer.events if e.type == "call" and e.tool == "send")
+    digest = hashlib.sha256(json.dumps({"to": "ana@example.org"}).encode()).hexdigest()
     run_id = (await agent.runs())[0].id
-    assert await store.get_effect(key.replace("r:", f"{run_id}:")) == "sent to ana@example.org"
+    # the default key is the run, the call and the input (two identical calls are two effects)
+    assert await store.get_effect(f"{run_id}:{call_id}:send:{digest}") == "sent to ana@example.org"
 
 
 async def test_a_failed_effect_is_not_recorded():
@@ -199,8 +201,11 @@ async def test_idempotency_key_finds_the_existing_run():
     store = MemoryStore()
     agent = Agent(model=ScriptedModel([final("once")]), store=store)
     a = await agent.start("hi", idempotency_key="order-7")
-    b = await agent.start("hi again", idempotency_key="order-7")
+    b = await agent.start("hi", idempotency_key="order-7")
     assert a.id == b.id and b.prompt == "hi"
+    with pytest.raises(AerixError) as e:  # the key names one request: another prompt is refused
+        await agent.start("hi again", idempotency_key="order-7")
+    assert e.value.kind == "options" and a.id in e.value.message
     first = await collect(agent.resume(a.id))
     again = await collect(agent.run("hi", idempotency_key="order-7"))
     assert first[-1].text == "once"

@@ -7,7 +7,9 @@ lives in ``durable.py``. This module checks what the developer gives and delegat
 
 from __future__ import annotations
 
+import asyncio
 import time
+import weakref
 from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import Any, AsyncGenerator, Callable, Sequence
@@ -23,6 +25,7 @@ from .turn import system_message, turn_schema
 
 __all__ = ["Agent", "Answer"]
 
+_CLEAN_UP_TICKS = 20  # event-loop turns a new run waits for an abandoned run's clean-up
 _RESERVED = frozenset({"messages", "stream", "max_tokens", "response_format", "signal", "abortSignal", "constraint"})
 
 
@@ -84,6 +87,7 @@ class Agent:
         self._by_name = {t.name: t for t in self.tools}
         self._runs = Runs(self, store) if store is not None else None
         self._running = False
+        self._events: weakref.ref[Any] | None = None  # the event stream of the run going now
         self._conversation = Conversation([])
         self.reset()
 
@@ -112,12 +116,12 @@ class Agent:
 
         With a store the run is durable (``run_id`` and ``idempotency_key`` as in :meth:`start`)."""
         _check_prompt(prompt)
-        self._claim_check("run")
+        self._claim_check("run", abandoned_ok=True)
         if self._runs is None:
             if run_id is not None or idempotency_key is not None:
                 raise AerixError("options", "run_id and idempotency_key need a durable run: give the Agent a store")
-            return self._run_in_memory(prompt, signal)
-        return self._runs.start_and_resume(prompt, signal, run_id, idempotency_key)
+            return self._watch(self._run_in_memory(prompt, signal))
+        return self._watch(self._runs.start_and_resume(prompt, signal, run_id, idempotency_key))
 
     async def ask(self, prompt: str, signal: Any = None) -> Answer:
         """Run to the ending. A final returns an :class:`Answer`; any other ending raises
@@ -125,7 +129,7 @@ class Agent:
         return await _answer(self.run(prompt, signal))
 
     async def _run_in_memory(self, prompt: str, signal: Any) -> AsyncGenerator[Event, None]:
-        self._claim()
+        await self._claim()
         try:
             self._conversation.add("user", prompt)
             async with aclosing(Loop(self, self._conversation, LoopState(), signal, Memory()).events()) as events:
@@ -145,16 +149,16 @@ class Agent:
     def resume(self, run_id: str, signal: Any = None) -> AsyncGenerator[Event, None]:
         """Continue a durable run from its latest checkpoint; a run already ended yields its ending."""
         runs = self._durable()
-        self._claim_check("resume")
-        return runs.resume(run_id, signal)
+        self._claim_check("resume", abandoned_ok=True)
+        return self._watch(runs.resume(run_id, signal))
 
     def approve(self, run_id: str, approval_id: str, approved: bool, reason: str | None = None, signal: Any = None) -> AsyncGenerator[Event, None]:
         """Answer an approval (once) and resume the run: the waiting call runs again from its start."""
         runs = self._durable()
-        self._claim_check("approve")
+        self._claim_check("approve", abandoned_ok=True)
         if not isinstance(approved, bool):
             raise AerixError("options", f"approved must be True or False, got {approved!r}")
-        return runs.answer_and_resume(run_id, approval_id, approved, reason, signal)
+        return self._watch(runs.answer_and_resume(run_id, approval_id, approved, reason, signal))
 
     async def get_run(self, run_id: str) -> RunRecord | None:
         return await self._durable().get(run_id)
@@ -175,11 +179,23 @@ class Agent:
 
     # -- small things --------------------------------------------------------------------
 
-    def _claim_check(self, what: str) -> None:
-        if self._running:
+    def _claim_check(self, what: str, abandoned_ok: bool = False) -> None:
+        """Raise ``busy`` while a run is going. With ``abandoned_ok``, a run whose event stream
+        its consumer dropped (``break`` out of ``async for``) does not count: its clean-up is
+        already scheduled on the event loop, and the new run waits for it (:meth:`_claim`)."""
+        abandoned = self._events is not None and self._events() is None
+        if self._running and not (abandoned_ok and abandoned):
             raise AerixError("busy", f"cannot {what}: this agent is already running; wait for its ending or abort it")
 
-    def _claim(self) -> None:
+    def _watch(self, events: AsyncGenerator[Event, None]) -> AsyncGenerator[Event, None]:
+        self._events = weakref.ref(events)
+        return events
+
+    async def _claim(self) -> None:
+        for _ in range(_CLEAN_UP_TICKS):  # let an abandoned run's scheduled clean-up finish
+            if not self._running:
+                break
+            await asyncio.sleep(0)
         self._claim_check("run")
         self._running = True
 

@@ -121,7 +121,7 @@ def _unreadable(data: Any) -> str | None:
         return f"a record is an object, not {type(data).__name__}"
     if data.get("version", VERSION) != VERSION:
         return f"version {data.get('version')!r} (this aerix reads version {VERSION})"
-    kinds = {"id": str, "prompt": str, "status": str, "checkpoint": (dict, type(None)), "ending": (dict, type(None)), "approvals": (dict, type(None))}
+    kinds: dict[str, type | tuple[type, ...]] = {"id": str, "prompt": str, "status": str, "checkpoint": (dict, type(None)), "ending": (dict, type(None)), "approvals": (dict, type(None))}
     for key, kind in kinds.items():
         if key in data and not isinstance(data[key], kind):
             return f"{key!r} is {type(data[key]).__name__}"
@@ -180,7 +180,7 @@ class Runs:
         """Restore the run from its checkpoint (or start it from the agent's conversation) and
         drive the loop; a run already ended yields its ending again."""
         agent = self.agent
-        agent._claim()
+        await agent._claim()
         run: Durable | None = None
         try:
             record = await self.load(run_id)

@@ -238,3 +238,30 @@ async def test_already_applied_counts_only_true_or_a_text(answer, applied):
     assert (ran == []) is applied
     result = next(e for e in events if e.type == "result")
     assert not result.error
+
+
+# -- 15. breaking out of a run does not leave the agent busy ------------------------------------
+
+
+@pytest.mark.parametrize("durable", [False, True])
+async def test_a_run_left_by_break_does_not_leave_the_agent_busy(durable):
+    agent = Agent(model=ScriptedModel([calls(("clock", {})), final("first"), final("second")]), tools=[clock_tool()], store=MemoryStore() if durable else None)
+    async for ev in agent.run("first?"):
+        if ev.type == "call":
+            break
+    events = await collect(agent.run("second?"))
+    assert kinds(events)[-1] == "final"
+    if not durable:  # the abandoned turn was closed before the new run began: the conversation is whole
+        contents = [m["content"] for m in agent.messages]
+        closed = contents.index("second?") - 1
+        assert contents[closed].startswith('{"results": [{"id": "call_1"')
+
+
+async def test_a_run_still_held_by_its_consumer_is_busy():
+    agent = Agent(model=ScriptedModel([final("a"), final("b")]))
+    stream = agent.run("one")
+    await stream.__anext__()
+    with pytest.raises(AerixError) as e:
+        agent.run("two")
+    assert e.value.kind == "busy"
+    await stream.aclose()

@@ -7,7 +7,7 @@ SITE    := build/site
 CHROMIUM ?= /usr/bin/chromium
 PORT    ?= 8642
 
-.PHONY: all demo test test-unit test-pyodide test-e2e build serve bench chromium llama-server model eval clean
+.PHONY: all demo test lint test-unit test-pyodide test-e2e build serve bench chromium llama-server model eval clean
 
 all: build
 
@@ -81,7 +81,12 @@ bench: build chromium
 
 # -- tests -------------------------------------------------------------------------------
 
-test: test-unit test-pyodide test-e2e
+test: lint test-unit test-pyodide test-e2e
+
+# mypy --strict on py/aerix and the size limits (functions <= 80 lines, modules <= 450, the loop
+# <= 60), with the figures printed (build/lint.py)
+lint: .venv/.installed
+	$(PY) -m build.lint
 
 test-unit: .venv/.installed
 	$(PY) -m pytest tests/unit tests/model -q

@@ -71,9 +71,10 @@ export async function boot({ model, base = HERE, engine: engineOptions = {}, onP
   ).then((e) => (time("engine"), e));
   // Both must succeed; if either fails, report that failure rather than hang on the other.
   const [pyodide, eng] = await Promise.all([python, engine]);
-  const jsModel = server ? serverModel(pyodide, eng, server) : pyodide.pyimport("aerix.engines.js").JsModel(eng);
-  pyodide.registerJsModule("aerix_page", { engine: eng, openStore, ...(server ? { server: jsModel } : {}) });
+  // Values cross to Python as they are: aerix.page converts them, once, on its side.
   const page = pyodide.pyimport("aerix.page");
+  const jsModel = server ? page.server_model({ ...server, baseUrl: eng.baseUrl }) : pyodide.pyimport("aerix.engines.js").JsModel(eng);
+  pyodide.registerJsModule("aerix_page", { engine: eng, openStore, ...(server ? { server: jsModel } : {}) });
   time("ready");
   return {
     pyodide,
@@ -102,12 +103,6 @@ async function openServer({ baseUrl, model, apiKey }) {
   if (!response.ok) throw new Error(`the server at ${url} answered ${response.status} ${response.statusText} to GET /models`);
   const listed = await response.json().catch(() => ({}));
   return { kind: "openai", baseUrl: url, model, models: (listed.data ?? []).map((m) => m.id) };
-}
-
-/** `aerix.OpenAIModel` on that server: Python streams each generation through the page's fetch. */
-function serverModel(pyodide, eng, { apiKey, params }) {
-  const { OpenAIModel } = pyodide.pyimport("aerix.engines.openai");
-  return OpenAIModel.callKwargs(eng.baseUrl, eng.model, { api_key: apiKey ?? null, params: params ? pyodide.toPy(params) : null });
 }
 
 async function loadPython(root, time) {

@@ -6,8 +6,8 @@
  *     // { type: "text", text } ... then one { type: "done", finish_reason, usage }
  *   }
  *
- * The aerix Python side calls this through Pyodide, so option objects may be
- * Python proxies; everything is copied into plain JS values on entry.
+ * The aerix Python side calls this through Pyodide and converts its values before they cross
+ * (py/aerix/_js.py): what arrives here is plain JavaScript, the signal a real AbortSignal.
  *
  * Errors a caller can tell apart by `name`:
  *   "AbortError"       the caller's signal fired (or the caller stopped iterating)
@@ -177,7 +177,7 @@ export async function loadEngine({
  * @typedef {object} ChatOptions
  * @property {number} [max_tokens]
  * @property {object|null} [constraint] a JSON Schema every reply must match (llama.cpp turns it into a grammar)
- * @property {{aborted: boolean}} [signal] an AbortSignal, or any object whose `aborted` turns true
+ * @property {AbortSignal} [signal] stops the generation when it aborts
  * @property {object} [generation] sampling settings passed to the engine as they are (temperature, top_p, seed, ...)
  * @property {number} [batchMs=0] wait at least this long between two text deltas, joining the text that
  *   arrives meanwhile (the first delta and the last are never held back). For consumers that pay for
@@ -191,14 +191,12 @@ export async function loadEngine({
  */
 
 /**
- * One generation as an async iterator of deltas.
- *
- * Arguments are copied before returning: Pyodide destroys the proxies of a
- * call's arguments when the call returns, before the first `next()`.
+ * One generation as an async iterator of deltas. The messages are copied when it is called, so
+ * a caller that changes its array afterwards does not change this generation.
  */
 function chat(wllama, requests, messages, options, promptMode) {
-  const opts = plain(options) ?? {};
-  const turns = Array.from(plain(messages), (m) => ({ role: String(m.role), content: String(m.content) }));
+  const opts = options ?? {};
+  const turns = Array.from(messages, (m) => ({ role: String(m.role), content: String(m.content) }));
   return (async function* () {
     const request = buildRequest(turns, opts, await promptMode);
     yield* generate(wllama, requests, request, opts.signal, Number(opts.batchMs) || 0);
@@ -212,7 +210,7 @@ function chat(wllama, requests, messages, options, promptMode) {
  */
 async function* generate(wllama, requests, request, signal, batchMs) {
   const controller = new AbortController();
-  const link = linkSignal(signal, controller);
+  const unlink = linkSignal(signal, controller);
   const chunks = [];
   let settled = false;
   let failure = null;
@@ -255,7 +253,6 @@ async function* generate(wllama, requests, request, signal, batchMs) {
 
     let lastYield = -Infinity;
     for (;;) {
-      link.check();
       if (controller.signal.aborted) throw new EngineAbortError();
       const hold = lastYield + batchMs - performance.now();
       if (chunks.length === 0 || (hold > 0 && !settled)) {
@@ -293,22 +290,21 @@ async function* generate(wllama, requests, request, signal, batchMs) {
       },
     };
   } finally {
-    link.unlink();
+    unlink();
     controller.signal.removeEventListener("abort", notify);
     if (!settled) controller.abort();
   }
 }
 
-function buildRequest(turns, { max_tokens, constraint, generation }, promptMode) {
+function buildRequest(turns, { max_tokens, constraint: schema, generation }, promptMode) {
   const request = {
-    ...(plain(generation) ?? {}),
+    ...(generation ?? {}),
     ...(promptMode === "text" ? { prompt: chatmlPrompt(turns) } : { messages: turns }),
     stream: true,
     cache_prompt: true,
     stream_options: { include_usage: true },
   };
   if (max_tokens != null) request.max_tokens = max_tokens;
-  const schema = plain(constraint);
   if (schema && promptMode === "text") {
     request.json_schema = schema; // the completion endpoint ignores response_format
   } else if (schema) {
@@ -369,38 +365,17 @@ async function choosePromptMode(wllama, wanted) {
 }
 
 /**
- * Make `controller` follow the caller's signal. A real AbortSignal is listened
- * to; anything else (a Python object seen through Pyodide) is polled, on a timer
- * and whenever the caller asks for the next delta.
- * @returns {{check: () => void, unlink: () => void}}
+ * Make `controller` follow the caller's AbortSignal (Python sends one too: the run's signal,
+ * made real per generation by aerix's JS edge).
+ * @returns {() => void} stops following it
  */
 function linkSignal(signal, controller) {
-  if (!signal) return { check: () => {}, unlink: () => {} };
+  if (!signal) return () => {};
+  if (typeof signal.addEventListener !== "function") throw new TypeError("engine.chat: `signal` must be an AbortSignal");
   const abort = () => controller.abort();
-  if (typeof signal.addEventListener === "function") {
-    if (signal.aborted) abort();
-    else signal.addEventListener("abort", abort, { once: true });
-    return { check: () => {}, unlink: () => signal.removeEventListener("abort", abort) };
-  }
-  let timer = null;
-  const check = () => {
-    if (timer === null) return;
-    try {
-      if (!signal.aborted) return;
-      abort();
-    } catch {
-      // a proxy destroyed on the Python side cannot abort any more
-    }
-    clearInterval(timer);
-    timer = null;
-  };
-  timer = setInterval(check, 20);
-  check();
-  const unlink = () => {
-    clearInterval(timer);
-    timer = null;
-  };
-  return { check, unlink };
+  if (signal.aborted) abort();
+  else signal.addEventListener("abort", abort, { once: true });
+  return () => signal.removeEventListener("abort", abort);
 }
 
 function engineError(err) {
@@ -410,15 +385,6 @@ function engineError(err) {
     return new EngineBadOutputError(err);
   }
   return err instanceof Error ? err : new Error(message);
-}
-
-/** Copy a Pyodide proxy into plain JS (dicts become objects); leave JS values as they are. */
-function plain(value) {
-  if (value != null && typeof value.toJs === "function") {
-    // Values with no JS equivalent (say, a Python signal object) stay proxies, owned by us.
-    return value.toJs({ dict_converter: Object.fromEntries });
-  }
-  return value;
 }
 
 async function fetchModel(url, onProgress) {

@@ -1,19 +1,42 @@
 """The edge with JavaScript: the only module that touches ``js`` and ``pyodide.ffi``.
 
-Values are converted once here (``to_js`` / ``to_py``), JavaScript errors become ``AerixError``,
-and JavaScript async iterators become Python ones that are closed properly. On CPython this
-module imports fine and every function raises a clear error if used.
+A value crosses once and is converted once, here, on the Python side: JavaScript to Python
+through :func:`from_js`, Python to JavaScript through :func:`to_js`. Everything else is built
+on those two: :func:`js_facing` (a Python function JavaScript calls), :func:`call_js` and
+:func:`iterate_js` (JavaScript functions Python calls). The JavaScript side converts nothing.
+
+Abort reaches JavaScript one way: the run's :class:`~aerix.abort.Abort` becomes a real
+``AbortSignal`` per generation or per JS call (:func:`js_abort_signal`), and a caller's
+``AbortSignal`` is followed through its ``abort`` event (:func:`js_listen`). JavaScript errors
+become ``AerixError``; JavaScript async iterators become Python ones that are closed properly.
+On CPython this module imports fine and every function that needs the page raises a clear error.
 """
 
 from __future__ import annotations
 
+import functools
 import inspect
 import sys
-from typing import Any, AsyncIterator, Callable
+from typing import Any, AsyncGenerator, AsyncIterator, Awaitable, Callable
 
+from .abort import Abort
 from .errors import AerixError
 
-__all__ = ["IN_PYODIDE", "FetchStream", "call_js", "fetch_stream", "iterate_js", "js_callable", "js_error", "js_listen", "js_module", "js_signal", "to_js", "to_py"]
+__all__ = [
+    "IN_PYODIDE",
+    "FetchStream",
+    "call_js",
+    "fetch_stream",
+    "from_js",
+    "iterate_js",
+    "js_abort_signal",
+    "js_callable",
+    "js_error",
+    "js_facing",
+    "js_listen",
+    "js_module",
+    "to_js",
+]
 
 IN_PYODIDE = sys.platform == "emscripten"
 
@@ -22,7 +45,7 @@ if IN_PYODIDE:  # pragma: no cover - exercised by the page tests
     from pyodide.ffi import JsException, JsProxy, create_proxy
     from pyodide.ffi import to_js as _to_js
 else:
-    JsException = JsProxy = ()  # type: ignore[assignment,misc]  # isinstance(x, ()) is always False
+    JsException = JsProxy = ()  # isinstance(x, ()) is always False
 
 
 def _require() -> None:
@@ -30,21 +53,116 @@ def _require() -> None:
         raise AerixError("options", "this needs Pyodide: it talks to JavaScript in the page")
 
 
+# -- the two conversions -----------------------------------------------------------------------
+
+
 def to_js(value: Any) -> Any:
-    """A Python value as plain JavaScript (dicts become objects, lists arrays)."""
+    """A Python value as plain JavaScript: dicts become objects, lists arrays, ``None``
+    ``undefined``; a JavaScript value inside (a ``JsProxy``) goes as it is. Anything else is
+    refused rather than proxied, so nothing leaks."""
     _require()
     return _to_js(value, dict_converter=js.Object.fromEntries, create_pyproxies=False)
 
 
-def to_py(value: Any) -> Any:
-    """A JavaScript value as plain Python; ``null`` and ``undefined`` become ``None``."""
+def from_js(value: Any) -> Any:
+    """A JavaScript value as plain Python: plain objects become dicts, arrays lists, ``null`` and
+    ``undefined`` ``None`` (nested ones too). Functions and instances of classes (an
+    ``AbortSignal``, a ``Blob``) stay proxies, to be called or listened to; Python values pass."""
     if isinstance(value, JsProxy):
         if str(getattr(value, "typeof", "")) == "function":
-            return value
-        return value.to_py()
-    if value is None or type(value).__name__ == "JsNull":
-        return None
-    return value
+            return value  # to_py would drop the `this` of a method
+        value = value.to_py()
+    return _none_for_null(value)
+
+
+def _none_for_null(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _none_for_null(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_none_for_null(v) for v in value]
+    return None if type(value).__name__ == "JsNull" else value
+
+
+# -- Python called from JavaScript -------------------------------------------------------------
+
+
+def js_facing(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """``fn`` as JavaScript calls it: each argument through :func:`from_js`, the result through
+    :func:`to_js` (a coroutine's once awaited; an async iterator's item by item, and closing the
+    converted iterator closes ``fn``'s). Return only data: a Python object is refused."""
+
+    @functools.wraps(fn)
+    def call(*args: Any) -> Any:
+        result = fn(*(from_js(a) for a in args))
+        if hasattr(result, "__anext__"):
+            return _items_to_js(result)
+        if inspect.isawaitable(result):
+            return _awaited_to_js(result)
+        return to_js(result)
+
+    return call
+
+
+async def _awaited_to_js(awaitable: Awaitable[Any]) -> Any:
+    return to_js(await awaitable)
+
+
+async def _items_to_js(stream: AsyncIterator[Any]) -> AsyncGenerator[Any, None]:
+    try:
+        async for item in stream:
+            yield to_js(item)
+    finally:
+        close = getattr(stream, "aclose", None)
+        if close is not None:
+            await close()
+
+
+def js_callable(fn: Callable[..., Any]) -> tuple[Any, Callable[[], None]]:
+    """``js_facing(fn)`` as a JavaScript function (an async one returns a Promise), and its release."""
+    _require()
+    proxy = create_proxy(js_facing(fn))
+    return proxy, proxy.destroy
+
+
+# -- JavaScript called from Python -------------------------------------------------------------
+
+
+async def call_js(fn: Any, *args: Any) -> Any:
+    """Call a JavaScript function: arguments through :func:`to_js`, the result (awaited if it is
+    a Promise) through :func:`from_js`."""
+    _require()
+    value = fn(*(to_js(a) for a in args))
+    if inspect.isawaitable(value):
+        value = await value
+    return from_js(value)
+
+
+async def iterate_js(fn: Any, *args: Any) -> AsyncGenerator[Any, None]:
+    """Call a JavaScript function that returns an async iterator (arguments through
+    :func:`to_js`) and iterate it, each value through :func:`from_js`; closing this closes it.
+
+    Pyodide's own ``async for`` over a JS iterator does not call its ``return()`` when the loop
+    stops early, and for an engine stream that would leave it generating: so we do.
+    """
+    _require()
+    try:
+        iterator = fn(*(to_js(a) for a in args))
+    except JsException as e:
+        raise js_error(e) from None
+    finished = False
+    try:
+        while True:
+            step = await iterator.next()
+            if step.done:
+                finished = True
+                return
+            yield from_js(step.value)
+    except JsException as e:
+        finished = True
+        raise js_error(e) from None
+    finally:
+        if not finished:
+            await getattr(iterator, "return")()
 
 
 def js_error(e: BaseException) -> AerixError:
@@ -58,62 +176,6 @@ def js_error(e: BaseException) -> AerixError:
     return AerixError("engine", f"{name}: {message}")
 
 
-async def iterate_js(iterator: Any) -> AsyncIterator[Any]:
-    """Iterate a JavaScript async iterator, converting each value; closing this closes it.
-
-    Pyodide's own ``async for`` over a JS iterator does not call its ``return()`` when the loop
-    stops early, and for an engine stream that would leave it generating: so we do.
-    """
-    _require()
-    finished = False
-    try:
-        while True:
-            step = await iterator.next()
-            if step.done:
-                finished = True
-                return
-            yield to_py(step.value)
-    except JsException as e:
-        finished = True
-        raise js_error(e) from None
-    finally:
-        if not finished:
-            await getattr(iterator, "return")()
-
-
-async def call_js(fn: Any, *args: Any) -> Any:
-    """Call a JavaScript function with Python arguments (converted), await it, convert its result."""
-    _require()
-    value = fn(*(a if isinstance(a, JsProxy) else to_js(a) for a in args))
-    if inspect.isawaitable(value):
-        value = await value
-    return to_py(value)
-
-
-def js_signal(signal: Any) -> tuple[Any, Callable[[], None]]:
-    """A signal JavaScript can read (``.aborted``), and how to release it afterwards."""
-    _require()
-    if signal is None or isinstance(signal, JsProxy):
-        return signal, lambda: None
-    proxy = create_proxy(signal)
-    return proxy, proxy.destroy
-
-
-def js_listen(target: Any, event: str, fn: Callable[..., Any]) -> None:
-    """Call ``fn`` once when ``target`` (an ``EventTarget``, e.g. an ``AbortSignal``) fires ``event``."""
-    _require()
-    from pyodide.ffi import create_once_callable
-
-    target.addEventListener(event, create_once_callable(fn), to_js({"once": True}))
-
-
-def js_callable(fn: Callable[..., Any]) -> tuple[Any, Callable[[], None]]:
-    """A Python function JavaScript can call (an async one returns a Promise), and its release."""
-    _require()
-    proxy = create_proxy(fn)
-    return proxy, proxy.destroy
-
-
 def js_module(name: str) -> Any:
     """A JavaScript module the page registered with ``pyodide.registerJsModule``."""
     _require()
@@ -125,13 +187,69 @@ def js_module(name: str) -> Any:
         raise AerixError("options", f"no JavaScript module {name!r}: boot the page with aerix.mjs first") from None
 
 
+# -- abort, both ways --------------------------------------------------------------------------
+
+
+def js_abort_signal(signal: Any) -> tuple[Any, Callable[[], None]]:
+    """A JavaScript ``AbortSignal`` that aborts when ``signal`` (the run's ``Abort``) does, and
+    what stops it following.
+
+    Made per generation or per JS call and released when that ends, so the run's ``Abort`` keeps
+    nothing of it: a plain callback aborts an ``AbortController``, no proxy is made. A ``signal``
+    that is not an ``Abort`` (a direct caller of a model: ``None``, an ``AbortSignal``, any object
+    with ``.aborted``) is composed into one here, and that one is closed on release."""
+    _require()
+    own = None if isinstance(signal, Abort) else Abort.following(signal)
+    source = signal if own is None else own
+    controller = js.AbortController.new()
+
+    def abort(reason: str | None) -> None:
+        # a reason goes as the DOMException an AbortSignal's reason is by default (name "AbortError")
+        controller.abort(None if reason is None else js.DOMException.new(reason, "AbortError"))
+
+    unsubscribe = source.on_abort(abort)
+
+    def release() -> None:
+        unsubscribe()
+        if own is not None:
+            own.close()
+
+    return controller.signal, release
+
+
+def js_listen(target: Any, event: str, fn: Callable[..., Any]) -> Callable[[], None]:
+    """Call ``fn`` when ``target`` (an ``EventTarget``, e.g. an ``AbortSignal``) fires ``event``;
+    returns what removes the listener (once; calling it again does nothing).
+
+    A JavaScript target gets a proxy of ``fn``, destroyed on removal; any other object with
+    ``addEventListener`` / ``removeEventListener`` (a fake in tests) gets ``fn`` itself."""
+    proxy = create_proxy(fn) if isinstance(target, JsProxy) else None
+    listener = fn if proxy is None else proxy
+    target.addEventListener(event, listener)
+    removed = False
+
+    def remove() -> None:
+        nonlocal removed
+        if removed:
+            return
+        removed = True
+        target.removeEventListener(event, listener)
+        if proxy is not None:
+            proxy.destroy()
+
+    return remove
+
+
+# -- the page's fetch (the OpenAI path's transport) --------------------------------------------
+
+
 class FetchStream:
     """A ``fetch`` response whose body has not been read: status, headers, then its chunks."""
 
     def __init__(self, response: Any, controller: Any) -> None:
         self.status = int(response.status)
         self.reason = str(response.statusText or "")
-        self.headers = {str(k).lower(): str(v) for k, v in js.Object.fromEntries(response.headers).to_py().items()}
+        self.headers = {str(k).lower(): str(v) for k, v in from_js(js.Object.fromEntries(response.headers)).items()}
         self._response = response
         self._controller = controller
         self._reader: Any = None

@@ -6,7 +6,10 @@ the run's :class:`Abort` (:func:`run_signal`: the caller's ``Abort`` itself, or 
 any other signal); the model, the tools and the hooks get that one object. Whoever needs to stop something at once subscribes with :meth:`Abort.on_abort`
 (the JS edge turns it into a real ``AbortSignal`` for the engine that way); whoever loops polls
 ``.aborted``. Reading ``.aborted`` also looks at the caller's signal, so a signal that cannot
-call back (a plain object) is still seen at the next read.
+call back (a plain object) is still seen at the next read. When the run ends, the loop closes
+the ``Abort`` it composed (:meth:`Abort.close`; never the caller's own): that drops what
+following put on the caller's signal (a callback, or an event listener and its proxy), so a
+long-lived caller's signal keeps nothing of finished runs.
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ class Abort:
         self.reason: str | None = None
         self._parent: Any = None
         self._callbacks: list[Callable[[str | None], Any]] = []
+        self._unfollow: Callable[[], None] | None = None
 
     @classmethod
     def following(cls, parent: Any) -> Abort:
@@ -45,9 +49,9 @@ class Abort:
         child = cls()
         child._parent = parent
         if isinstance(parent, Abort):
-            parent.on_abort(child.abort)
+            child._unfollow = parent.on_abort(child.abort)
         elif callable(getattr(parent, "addEventListener", None)):
-            _listen_js(parent, child)
+            child._unfollow = _listen_js(parent, child)
         if is_aborted(parent):
             child.abort(_reason(parent))
         return child
@@ -81,6 +85,15 @@ class Abort:
 
         return unsubscribe
 
+    def close(self) -> None:
+        """Stop following the parent: unsubscribe from a parent ``Abort``, remove the listener
+        from a JavaScript signal (and free its proxy). ``aborted`` and ``reason`` keep their
+        values; this signal's own subscribers are theirs to unsubscribe. Closing twice, or an
+        ``Abort`` that follows nothing, does nothing."""
+        unfollow, self._unfollow, self._parent = self._unfollow, None, None
+        if unfollow is not None:
+            unfollow()
+
     def __repr__(self) -> str:
         return f"Abort(aborted={self._aborted})"
 
@@ -96,12 +109,17 @@ def is_aborted(signal: Any) -> bool:
 
 
 def _reason(signal: Any) -> str | None:
+    """The signal's reason as text: a JavaScript ``DOMException``'s message, not its repr."""
     reason = getattr(signal, "reason", None)
-    return reason if isinstance(reason, str) or reason is None else str(reason)
+    if reason is None or isinstance(reason, str):
+        return reason
+    message = getattr(reason, "message", None)
+    return message if isinstance(message, str) and message else str(reason)
 
 
-def _listen_js(parent: Any, child: Abort) -> None:
-    """Follow a JavaScript ``AbortSignal`` through its ``abort`` event (the edge owns the proxy)."""
+def _listen_js(parent: Any, child: Abort) -> Callable[[], None]:
+    """Follow a JavaScript ``AbortSignal`` through its ``abort`` event (the edge owns the proxy);
+    returns what removes the listener."""
     from ._js import js_listen
 
-    js_listen(parent, "abort", lambda *_: child.abort(_reason(parent)))
+    return js_listen(parent, "abort", lambda *_: child.abort(_reason(parent)))

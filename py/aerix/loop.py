@@ -164,6 +164,7 @@ class Loop:
         self.conversation = conversation
         self.state = state
         self.signal: Abort = run_signal(signal)  # composed once: the model and the tools get this one
+        self._own_signal = self.signal is not signal  # made here: closed (unfollowed) when the run stops
         self.book = book
         self.stop: Stop | None = None
         self._clock_base = agent.clock()
@@ -200,6 +201,8 @@ class Loop:
             if not self.book.durable and st.pending is not None and st.pending.final is None:
                 # a run kept in memory stopped mid-turn: close the turn so the conversation stays whole
                 self.close_turn("the run ended before this call ran")
+            if self._own_signal:
+                self.signal.close()
 
     # -- phase: limits --------------------------------------------------------------------
 

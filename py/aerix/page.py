@@ -3,23 +3,29 @@
 Options arrive as JavaScript objects: tools and hooks may be JavaScript functions, names may be
 camelCase (``maxTokens``, ``beforeCall``). Events leave as plain JavaScript objects with
 camelCase keys (``promptTokens``), the shape of aerix.js events. ``durable: true`` keeps runs in
-IndexedDB (``store:`` takes a store object of your own); JS tools and hooks then get
-``ctx.approve(title, body, timeoutS)``.
+IndexedDB (``store:`` takes a store object of your own). JS tools and hooks get
+``{signal, callId, approve}``: ``signal`` a real ``AbortSignal`` that follows the run's, and,
+in a durable run, ``approve(title, body, timeoutS)``.
+
+This module speaks Python only: what JavaScript calls is marked ``js_facing``, and ``aerix._js``
+converts its arguments and results there, once; options are converted once in ``create_agent``.
 """
 
 from __future__ import annotations
 
+from contextlib import aclosing
 from types import SimpleNamespace
-from typing import Any, AsyncIterator
+from typing import Any, AsyncIterator, Callable
 
-from ._js import call_js, js_callable, to_js, to_py
+from ._js import call_js, from_js, js_abort_signal, js_callable, js_facing
+from .abort import Abort
 from .agent import Agent
 from .durable import RunRecord
 from .errors import AerixError
 from .events import Event
 from .tools import ToolContext, WaitingForApproval, tool
 
-__all__ = ["PageAgent", "create_agent", "event_to_js_dict"]
+__all__ = ["PageAgent", "create_agent", "event_view", "run_view", "server_model"]
 
 _LIMIT_NAMES = {"maxTokens": "max_tokens", "resultChars": "result_chars", "timeoutS": "timeout_s", "maxTotalTokens": "max_total_tokens"}
 _HOOK_NAMES = {"beforeCall": "before_call", "afterCall": "after_call", "onFinal": "on_final"}
@@ -32,60 +38,87 @@ _EVENT_KEYS = {
 }
 
 
-def event_to_js_dict(event: Event) -> dict[str, Any]:
-    """An event as a dict with camelCase keys; tool inputs are the user's data and keep theirs."""
+def event_view(event: Event) -> dict[str, Any]:
+    """What the page sees of an event: its dict with camelCase keys; tool inputs are the user's
+    data and keep theirs."""
     return {_EVENT_KEYS.get(k, k): v for k, v in event.to_dict().items()}
 
 
 class PageAgent:
-    """An Agent driven from JavaScript: ``run`` yields JS event objects."""
+    """An Agent driven from JavaScript (``wrapAgent`` of aerix.mjs): ``run`` yields event views.
+
+    The caller's ``signal`` (an ``AbortSignal``, or nothing) is composed here, once, into the
+    ``Abort`` the run uses as it is (``aerix.abort``); it is closed when the run's events end, so
+    the caller's ``AbortSignal`` keeps no listener of a finished run."""
 
     def __init__(self, agent: Agent) -> None:
         self.agent = agent
 
-    def run(self, prompt: str, signal: Any = None, run_id: Any = None, idempotency_key: Any = None) -> AsyncIterator[Any]:
-        # a JS AbortSignal is read through .aborted as it is
-        extra = {k: str(v) for k, v in (("run_id", to_py(run_id)), ("idempotency_key", to_py(idempotency_key))) if v is not None}
-        return self._convert(self.agent.run(str(prompt), signal, **extra))
+    @js_facing
+    def run(self, prompt: str, signal: Any = None, run_id: str | None = None, idempotency_key: str | None = None) -> AsyncIterator[dict[str, Any]]:
+        extra = {k: str(v) for k, v in (("run_id", run_id), ("idempotency_key", idempotency_key)) if v is not None}
+        return _views(signal, lambda abort: self.agent.run(str(prompt), abort, **extra))
 
-    def resume(self, run_id: str, signal: Any = None) -> AsyncIterator[Any]:
-        return self._convert(self.agent.resume(str(run_id), signal))
+    @js_facing
+    def resume(self, run_id: str, signal: Any = None) -> AsyncIterator[dict[str, Any]]:
+        return _views(signal, lambda abort: self.agent.resume(str(run_id), abort))
 
-    def approve(self, run_id: str, approval_id: str, approved: bool, reason: Any = None, signal: Any = None) -> AsyncIterator[Any]:
-        reason = to_py(reason)
-        return self._convert(self.agent.approve(str(run_id), str(approval_id), bool(approved), None if reason is None else str(reason), signal))
+    @js_facing
+    def approve(self, run_id: str, approval_id: str, approved: bool, reason: str | None = None, signal: Any = None) -> AsyncIterator[dict[str, Any]]:
+        reason = None if reason is None else str(reason)
+        return _views(signal, lambda abort: self.agent.approve(str(run_id), str(approval_id), bool(approved), reason, abort))
 
-    async def start(self, prompt: str, run_id: Any = None, idempotency_key: Any = None) -> Any:
-        run_id, key = to_py(run_id), to_py(idempotency_key)
-        return to_js(run_view(await self.agent.start(str(prompt), run_id, key)))
+    @js_facing
+    async def start(self, prompt: str, run_id: str | None = None, idempotency_key: str | None = None) -> dict[str, Any]:
+        return run_view(await self.agent.start(str(prompt), run_id, idempotency_key))
 
-    async def runs(self) -> Any:
-        return to_js([run_view(r) for r in await self.agent.runs()])
+    @js_facing
+    async def runs(self) -> list[dict[str, Any]]:
+        return [run_view(r) for r in await self.agent.runs()]
 
-    async def recover(self) -> Any:
-        return to_js([run_view(r) for r in await self.agent.recover()])
+    @js_facing
+    async def recover(self) -> list[dict[str, Any]]:
+        return [run_view(r) for r in await self.agent.recover()]
 
+    @js_facing
     async def interrupt(self) -> None:
         await self.agent.interrupt()
 
-    async def _convert(self, stream: AsyncIterator[Event]) -> AsyncIterator[Any]:
-        try:
-            async for ev in stream:
-                yield to_js(event_to_js_dict(ev))
-        finally:
-            await stream.aclose()  # type: ignore[attr-defined]
-
+    @js_facing
     def reset(self) -> None:
         self.agent.reset()
 
-    def messages(self) -> Any:
-        return to_js(self.agent.messages)
+    @js_facing
+    def messages(self) -> list[dict[str, str]]:
+        return list(self.agent.messages)
 
+    @js_facing
     def system(self) -> str:
         return self.agent.system
 
-    def schema(self) -> Any:
-        return to_js(self.agent.schema)
+    @js_facing
+    def schema(self) -> dict[str, Any] | None:
+        return self.agent.schema
+
+
+def _views(signal: Any, start: Callable[[Abort], AsyncIterator[Event]]) -> AsyncIterator[dict[str, Any]]:
+    """Start a run under an ``Abort`` following ``signal``; its events as the page sees them."""
+    abort = Abort.following(signal)
+    try:
+        events = start(abort)  # the agent refuses a bad call here, when JavaScript calls
+    except BaseException:
+        abort.close()
+        raise
+    return _event_views(events, abort)
+
+
+async def _event_views(events: AsyncIterator[Event], abort: Abort) -> AsyncIterator[dict[str, Any]]:
+    try:
+        async with aclosing(events) as stream:  # type: ignore[type-var]
+            async for ev in stream:
+                yield event_view(ev)
+    finally:
+        abort.close()
 
 
 def run_view(record: RunRecord) -> dict[str, Any]:
@@ -114,7 +147,7 @@ def run_view(record: RunRecord) -> dict[str, Any]:
 
 def create_agent(model: Any, options: Any) -> PageAgent:
     """Build an Agent from the JS options ``{instructions, tools, limits, hooks, generation, constrain, durable, store}``."""
-    opts = _dict(options, "agent options")
+    opts = _dict(from_js(options), "agent options")
     known = {"instructions", "tools", "limits", "hooks", "generation", "constrain", "durable", "store"}
     unknown = sorted(set(opts) - known)
     if unknown:
@@ -143,8 +176,17 @@ def create_agent(model: Any, options: Any) -> PageAgent:
     return PageAgent(agent)
 
 
+def server_model(server: Any) -> Any:
+    """``OpenAIModel`` for ``boot({engine: {baseUrl, model, apiKey, params}})`` (``baseUrl`` as
+    boot resolved it): each generation is a streamed ``fetch`` from Python."""
+    from .engines.openai import OpenAIModel
+
+    opts = _dict(from_js(server), "engine options")
+    return OpenAIModel(str(opts["baseUrl"]), str(opts["model"]), opts.get("apiKey"), params=opts.get("params"))
+
+
 def _dict(value: Any, what: str) -> dict[str, Any]:
-    value = to_py(value)
+    """An option that must be an object (already converted by ``from_js``), or ``{}``."""
     if value is None:
         return {}
     if not isinstance(value, dict):
@@ -200,23 +242,25 @@ async def _with_js_ctx(ctx: ToolContext, call: Any) -> Any:
     an ordinary error, so the pause is kept here and raised again once the JS call returns."""
     waiting: list[WaitingForApproval] = []
 
-    async def approve(title: Any, body: Any = None, timeout_s: Any = None) -> Any:
+    async def approve(title: Any, body: Any = None, timeout_s: Any = None) -> dict[str, Any]:
         try:
-            decision = await ctx.approve(str(title), None if to_py(body) is None else str(body), float(to_py(timeout_s) or 86400))
+            decision = await ctx.approve(str(title), None if body is None else str(body), float(timeout_s or 86400))
         except WaitingForApproval as w:
             waiting.append(w)
             raise RuntimeError(f"the run waits for approval {w.approval['id']}") from None
-        return to_js({"approved": decision.approved, "reason": decision.reason})
+        return {"approved": decision.approved, "reason": decision.reason}
 
-    proxy, release = js_callable(approve)
+    approve_js, release_approve = js_callable(approve)
+    signal, release_signal = js_abort_signal(ctx.signal)  # for this call only: released below
     try:
-        value = await call({"signal": ctx.signal, "callId": ctx.call_id, "approve": proxy})
+        value = await call({"signal": signal, "callId": ctx.call_id, "approve": approve_js})
     except BaseException:
         if waiting:
             raise waiting[0] from None
         raise
     finally:
-        release()
+        release_signal()
+        release_approve()
     if waiting:  # the JS code caught the pause and went on: the run still waits
         raise waiting[0]
     return value

@@ -6,13 +6,18 @@
 The JS side (``web/engine.mjs``) yields ``{type: "text"}`` deltas and one ``done``; a stop on
 the signal throws ``AbortError`` and an unusable generation ``EngineBadOutput``, which arrive
 here as ``AerixError`` kinds ``abort`` and ``output``.
+
+Values cross through ``aerix._js`` only: messages and options are converted once on the way in
+(the turn schema once per schema, not per generation), each delta once on the way out. The
+run's ``Abort`` goes in as a real ``AbortSignal``, one per generation, released when it ends.
 """
 
 from __future__ import annotations
 
+from contextlib import aclosing
 from typing import Any, AsyncIterator
 
-from .._js import iterate_js, js_module, js_signal, to_js
+from .._js import iterate_js, js_abort_signal, js_module, to_js
 
 __all__ = ["JsModel", "page_model"]
 
@@ -35,14 +40,13 @@ class JsModel:
         return "JsModel(engine=<JavaScript>)"
 
     async def chat(self, messages: list[dict[str, str]], options: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
-        signal, release = js_signal(options.get("signal"))
+        signal, release = js_abort_signal(options.get("signal"))
         try:
-            js_options = to_js({k: v for k, v in options.items() if k not in ("signal", "constraint")})
-            js_options.signal = signal
-            js_options.constraint = self._js_schema(options.get("constraint"))
-            js_options.batchMs = self.batch_ms
-            async for item in iterate_js(self.engine.chat(to_js(messages), js_options)):
-                yield item
+            js_options = {k: v for k, v in options.items() if k not in ("signal", "constraint")}
+            js_options.update(signal=signal, constraint=self._js_schema(options.get("constraint")), batchMs=self.batch_ms)
+            async with aclosing(iterate_js(self.engine.chat, messages, js_options)) as deltas:
+                async for delta in deltas:
+                    yield delta
         finally:
             release()
 

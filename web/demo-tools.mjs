@@ -1,7 +1,7 @@
 // The demo's tools, with deterministic fake data so every answer can be checked: weather and
 // time are made up from a hash of the city's name, the clock is frozen at 09:41 UTC, and notes
 // live in this page only. Names, descriptions and fields come from demo-tools.json, which the
-// bundled model was trained on (build/model/tools.py mirrors these functions in Python).
+// bundled model was trained on (build/model/demo_tools.py mirrors these functions in Python).
 
 const SPEC = await (await fetch(new URL("./demo-tools.json", import.meta.url))).json();
 

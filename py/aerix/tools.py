@@ -18,6 +18,7 @@ from .errors import AerixError
 
 __all__ = ["Decision", "Field", "Tool", "ToolContext", "WaitingForApproval", "run_tool", "tool"]
 
+RESULT_DEPTH = 100  # a tool's value nested deeper than this is an error result, not JSON
 NAME = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
 FIELD_TYPES: dict[str, type] = {"string": str, "number": float, "integer": int, "boolean": bool}
 _PY_TYPES = {str: "string", float: "number", int: "integer", bool: "boolean"}
@@ -151,6 +152,8 @@ async def run_tool(tool: Tool, input: Any, ctx: ToolContext) -> tuple[str, bool]
         return f"error: {_message(e)}", True
     if isinstance(value, str):
         return value, False
+    if _nests_deeper(value, RESULT_DEPTH):  # json.dumps would overflow the stack first in Pyodide
+        return f"error: {tool.name} returned a value nested deeper than {RESULT_DEPTH} levels", True
     try:
         return json.dumps(value, ensure_ascii=False), False
     except Exception as e:  # TypeError, ValueError, RecursionError, or a default= that throws
@@ -402,6 +405,18 @@ def _describe(error: Any) -> str:
         loc = ".".join(str(x) for x in e["loc"]) or "input"
         parts.append(f"{loc}: {e['msg']}")
     return "; ".join(parts)
+
+
+def _nests_deeper(value: Any, limit: int) -> bool:
+    """Whether lists, tuples and dicts in ``value`` nest deeper than ``limit``, without recursion."""
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, (list, tuple, dict)):
+            if depth > limit:
+                return True
+            stack.extend((v, depth + 1) for v in (item.values() if isinstance(item, dict) else item))
+    return False
 
 
 def _json_type(value: Any) -> str:

@@ -111,16 +111,15 @@ def parse_turn(text: str, tool_names: Sequence[str] | frozenset[str]) -> ParsedT
     """Read one reply; raise :class:`TurnRefused` on bad JSON (a number out of a float's range
     included), an unknown tool, an empty calls list, or a reply that is neither calls nor final. Keeps the first 8 calls and cuts the
     thought to 600 characters."""
+    body = _unfence(text)
+    if _nests_too_deep(body):  # before parsing: deep JSON overflows the stack in Pyodide first
+        raise TurnRefused(f"bad json: the reply nests deeper than {MAX_DEPTH} levels")
     try:
-        data = json.loads(_unfence(text), parse_float=_finite, parse_constant=_no_constant)
+        data = json.loads(body, parse_float=_finite, parse_constant=_no_constant)
     except _OutOfRange as e:
         raise TurnRefused(f"bad number: {e}") from None
     except ValueError as e:
         raise TurnRefused(f"bad json: {e}") from None
-    except RecursionError:
-        raise TurnRefused(f"bad json: the reply nests deeper than {MAX_DEPTH} levels") from None
-    if _depth(data) > MAX_DEPTH:
-        raise TurnRefused(f"bad json: the reply nests deeper than {MAX_DEPTH} levels")
     if not isinstance(data, dict):
         raise TurnRefused("not a turn: the reply must be one JSON object")
     thought = data.get("thought")
@@ -156,17 +155,23 @@ class _OutOfRange(ValueError):
     pass
 
 
-def _depth(value: Any) -> int:
-    """How deep JSON data nests, without recursion (a scalar is 0)."""
-    deepest, stack = 0, [(value, 0)]
-    while stack:
-        item, depth = stack.pop()
-        if isinstance(item, (dict, list)):
-            deepest = max(deepest, depth + 1)
-            if deepest > MAX_DEPTH:
-                return deepest
-            stack.extend((v, depth + 1) for v in (item.values() if isinstance(item, dict) else item))
-    return deepest
+_STRINGS = re.compile(r'"(?:[^"\\]|\\.)*"')
+
+
+def _nests_too_deep(text: str) -> bool:
+    """Whether the JSON in ``text`` opens more than ``MAX_DEPTH`` objects or arrays at once
+    (brackets inside strings do not count); linear in the text, and free for a short reply."""
+    if text.count("{") + text.count("[") <= MAX_DEPTH:
+        return False
+    depth = 0
+    for ch in _STRINGS.sub('""', text):
+        if ch in "{[":
+            depth += 1
+            if depth > MAX_DEPTH:
+                return True
+        elif ch in "}]":
+            depth -= 1
+    return False
 
 
 def _finite(text: str) -> float:

@@ -182,15 +182,25 @@ async def test_chat_control_tokens_in_prompts_and_results_are_neutralised():
 # -- 13. a tool value that cannot be serialised, a malformed engine ----------------------------
 
 
-async def test_a_tool_value_whose_serialisation_raises_is_an_error_result():
-    deep: list = []
-    for _ in range(100_000):
-        deep = [deep]
-    bad = tool(name="bad", description="Bad.", input={}, run=lambda i, c: deep)
+class _Unlistable(dict):
+    def items(self):  # json.dumps asks a dict subclass for its items
+        raise RuntimeError("boom")
+
+
+def _deep(levels):
+    value: list = []
+    for _ in range(levels):
+        value = [value]
+    return value
+
+
+@pytest.mark.parametrize("value, said", [(_Unlistable(a=1), "not JSON: boom"), (_deep(1500), "nested deeper than 100")])
+async def test_a_tool_value_whose_serialisation_raises_is_an_error_result(value, said):
+    bad = tool(name="bad", description="Bad.", input={}, run=lambda i, c: value)
     agent = Agent(model=ScriptedModel([calls(("bad", {})), final("ok")]), tools=[bad])
     events = await collect(agent.run("go"))
     result = next(e for e in events if e.type == "result")
-    assert result.error and "not JSON" in result.text and events[-1].type == "final"
+    assert result.error and said in result.text and events[-1].type == "final"
 
 
 @pytest.mark.parametrize(

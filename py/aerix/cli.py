@@ -3,7 +3,9 @@
     python -m aerix run --base-url http://127.0.0.1:8080/v1 --model qwen "Umbrella for Lisbon?"
     python -m aerix run --base-url ... --model ... --json "..."     # one JSON event per line
 
-The model's text streams as it comes; every other event is a line of its own. Ctrl-C aborts
+The model's text streams as it comes; every other event is a line of its own. Control
+characters from the model (ESC, CR, BEL, DEL, C1...; all but newline and tab) are printed as
+``\\x1b``-style escapes, never obeyed; ``--json`` lines escape them too. Ctrl-C aborts
 the run (the server stops generating) and it ends ``end abort``; a second Ctrl-C quits at once.
 Exit status: 0 on a final answer, 1 on any other ending, 130 when aborted, 2 on bad arguments.
 Needs httpx on CPython: ``pip install 'aerix[openai]'``.
@@ -15,6 +17,7 @@ import argparse
 import asyncio
 import json
 import os
+import re
 import signal as signals
 import sys
 from contextlib import aclosing
@@ -27,6 +30,9 @@ from .errors import AerixError
 from .events import Event
 
 __all__ = ["main", "parser", "run_command"]
+
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")  # all C0 but tab and newline, DEL, C1
+_UNSAFE_IN_JSON = re.compile("[\x7f-\x9f]")
 
 
 def parser() -> argparse.ArgumentParser:
@@ -76,7 +82,9 @@ class _JsonLines:
         self.out = out
 
     def __call__(self, ev: Event) -> None:
-        self.out.write(json.dumps(ev.to_dict(), ensure_ascii=False) + "\n")
+        # json.dumps escapes C0 characters; DEL and C1 (U+009B is a CSI) get \u escapes too: still JSON
+        line = json.dumps(ev.to_dict(), ensure_ascii=False)
+        self.out.write(_UNSAFE_IN_JSON.sub(lambda m: f"\\u{ord(m.group()):04x}", line) + "\n")
         self.out.flush()
 
 
@@ -90,14 +98,21 @@ class _Terminal:
     def __call__(self, ev: Event) -> None:
         d = ev.to_dict()
         if ev.type == "text":
-            self.out.write(d["text"])
+            self.out.write(_printable(d["text"]))
             self.in_text = True
         else:
             if self.in_text:
                 self.out.write("\n")
                 self.in_text = False
-            self.out.write(_line(d) + "\n")
+            self.out.write(_printable(_line(d)) + "\n")
         self.out.flush()
+
+
+def _printable(text: str) -> str:
+    """``text`` safe for a terminal: control characters (C0 but newline and tab, DEL, C1) are
+    shown as ``\\x1b``-style escapes, so a model's text cannot move the cursor, clear the
+    screen, retitle the window or hide what came before."""
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
 
 
 def _line(d: dict[str, Any]) -> str:
@@ -125,7 +140,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return asyncio.run(_main(args))
     except AerixError as e:  # a bad option: the developer's mistake, said plainly
-        print(f"aerix: {e.message}", file=sys.stderr)
+        print(f"aerix: {_printable(e.message)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         return 130

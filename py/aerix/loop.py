@@ -17,6 +17,7 @@ consuming task is cancelled).
 
 from __future__ import annotations
 
+import asyncio
 from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, AsyncGenerator, Callable, Protocol, Union
@@ -421,10 +422,18 @@ def _usage(done: dict[str, Any]) -> Usage | None:
 
 async def _iterate(source: Any) -> AsyncGenerator[Any, None]:
     """Wrap the model's iterator so closing ours closes theirs (a closed stream stops the engine)."""
+    cancelled = False
     try:
         async for item in source:
             yield item
+    except asyncio.CancelledError:
+        cancelled = True  # the consumer was cancelled: that goes on, not a failure to close
+        raise
     finally:
         close = getattr(source, "aclose", None)
         if close is not None:
-            await close()
+            try:
+                await close()
+            except Exception:
+                if not cancelled:
+                    raise

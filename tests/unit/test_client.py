@@ -94,7 +94,7 @@ def test_six_event_types_are_published_as_constants():
 def test_the_new_modules_declare_all_and_it_resolves():
     import importlib
 
-    openai = ("", ".model", ".client", ".stream", ".sse", ".transports", ".transports.base", ".transports.mock", ".transports.httpx", ".transports.fetch")
+    openai = ("", ".model", ".client", ".stream", ".sse", ".redact", ".transports", ".transports.base", ".transports.mock", ".transports.httpx", ".transports.fetch")
     for name in ("cli", *(f"engines.openai{part}" for part in openai)):
         module = importlib.import_module(f"aerix.{name}")
         assert module.__all__, name

@@ -10,6 +10,7 @@ One module per concept, from the top down:
 - ``stream``: the client's six events (``ContentDelta``, ``ToolCallStart``, ``ToolCallDelta``,
   ``ToolCallEnd``, ``StreamDone``, ``StreamError``) and the rules that make them;
 - ``sse``: the ``text/event-stream`` framing;
+- ``redact``: the key and the URL's secrets, kept out of every error and repr;
 - ``transports``: how a request reaches the server (httpx, the page's fetch, a mock for tests).
 
 This package hands on what the README documents; the helpers tests reach for

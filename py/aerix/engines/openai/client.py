@@ -20,21 +20,28 @@ The rules of this side, each with a test in ``tests/unit/test_client.py``:
 - Exactly one ending, always last: ``done`` or ``error``.
 - Cancellation (the ``signal``'s ``.aborted``, polled while waiting on the network) closes the
   response, which stops the server, and ends ``done {stop_reason: "cancelled"}``: never an error.
+  A cancelled consumer (``asyncio.timeout`` around the run) closes the response too, and its
+  ``CancelledError`` goes on as it came.
 - A network failure, or a connection that breaks after the 200 has begun, is one ``error``; so
-  is a non-2xx answer, with the server's words (and its RFC 9457 ``problem`` document, if any).
+  is a non-2xx answer, with the server's words (and its RFC 9457 ``problem`` document, if any);
+  so is a 200 with an HTML page, and a line longer than the SSE cap (16 MiB, ``sse.MAX_CHARS``).
+- No secret is shown: the key is stripped (refused if a space or control character is inside),
+  and every ``error`` and repr has the key and the URL's secrets ``[redacted]`` (``redact``).
+- The body is always valid UTF-8: a lone surrogate in the conversation is sent as U+FFFD.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
-from contextlib import aclosing
+from contextlib import aclosing, suppress
 from typing import Any, AsyncGenerator, Sequence
 
 from ...abort import is_aborted
 from ...errors import AerixError, describe
 from ...tools import Tool
-from .sse import SSEDecoder
+from .redact import Secrets, clean_api_key, shown_url
+from .sse import FrameTooLong, SSEDecoder
 from .stream import StreamDone, StreamError, StreamEvent, StreamState, http_error
 from .transports.base import Request, Response, Transport, default_transport
 
@@ -76,22 +83,26 @@ class ChatClient:
         transport: Transport | None = None,
     ) -> None:
         if not isinstance(base_url, str) or not base_url.startswith(("http://", "https://")):
-            raise AerixError("options", f"base_url must be an http(s) URL, got {base_url!r}")
+            shown = shown_url(base_url) if isinstance(base_url, str) else type(base_url).__name__
+            raise AerixError("options", f"base_url must be an http(s) URL, got {shown!r}")
         if not isinstance(model, str) or not model:
             raise AerixError("options", f"model must be a non-empty string, got {model!r}")
-        self.base_url = base_url.rstrip("/")
+        root, question, query = base_url.partition("#")[0].partition("?")
+        self.base_url = root.rstrip("/") + question + query
         self.model = model
-        self.api_key = api_key
+        self.api_key = clean_api_key(api_key)
         self.temperature = temperature
         self.headers = dict(headers or {})
         self.transport = transport if transport is not None else default_transport()
+        self.secrets = Secrets(self.api_key, base_url, self.headers)
+        self._url = f"{root.rstrip('/')}/chat/completions{question}{query}"  # a query stays at the end
 
-    def __repr__(self) -> str:
-        return f"ChatClient(base_url={self.base_url!r}, model={self.model!r})"
+    def __repr__(self) -> str:  # the key and the URL's secrets stay out
+        return f"ChatClient(base_url={shown_url(self.base_url)!r}, model={self.model!r})"
 
     @property
     def url(self) -> str:
-        return f"{self.base_url}/chat/completions"
+        return self._url
 
     def request(
         self,
@@ -120,7 +131,7 @@ class ChatClient:
         headers = {"Content-Type": "application/json", "Accept": "text/event-stream", **self.headers}
         if self.api_key:
             headers["Authorization"] = f"Bearer {self.api_key}"
-        return Request("POST", self.url, headers, json.dumps(body, ensure_ascii=False).encode("utf-8"))
+        return Request("POST", self.url, headers, _utf8(json.dumps(body, ensure_ascii=False)))
 
     async def stream_chat(
         self,
@@ -139,8 +150,8 @@ class ChatClient:
             return
         try:
             aborted, response = await _unless_aborted(self.transport.send(request), signal)
-        except Exception as e:
-            yield StreamError(f"could not reach {request.url}: {describe(e)}")
+        except Exception as e:  # its text may quote the request: the secrets go
+            yield self.secrets.error(StreamError(f"could not reach {shown_url(request.url)}: {describe(e)}"))
             return
         if aborted:
             yield StreamDone("cancelled")
@@ -148,12 +159,22 @@ class ChatClient:
         try:
             async with aclosing(_read(response, signal)) as events:
                 async for ev in events:
-                    yield ev
+                    yield self.secrets.error(ev) if isinstance(ev, StreamError) else ev  # a server may echo the key
         finally:
             try:
                 await response.aclose()
             except Exception:
                 pass  # the stream is over either way; closing a broken one may fail
+
+
+def _utf8(text: str) -> bytes:
+    """``text`` as UTF-8. A lone surrogate (the model wrote the JSON escape ``"\\ud800"`` and a
+    tool echoed it) has no UTF-8 form: it becomes U+FFFD, and a split pair is joined, so the
+    conversation stays sendable."""
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace").encode("utf-8")
 
 
 # -- reading a response ------------------------------------------------------------------
@@ -166,6 +187,12 @@ async def _read(response: Response, signal: Any) -> AsyncGenerator[StreamEvent, 
         except Exception:
             aborted, body = False, b""
         yield StreamDone("cancelled") if aborted else http_error(response.status, response.reason, response.content_type, body or b"")
+        return
+
+    if "html" in response.content_type:  # a web page (a proxy's, a wrong path): no retry will help
+        yield StreamError(
+            f"the server answered {response.status} with an HTML page ({response.content_type}), not an event stream: "
+            "is base_url the API root, /v1 included?", code=response.status)
         return
 
     stream = StreamState()
@@ -197,7 +224,12 @@ async def _read(response: Response, signal: Any) -> AsyncGenerator[StreamEvent, 
                 return
             if chunk is None:
                 break
-            for frame in decoder.feed(chunk):
+            try:
+                frames = decoder.feed(chunk)
+            except FrameTooLong as e:
+                yield StreamError(str(e))
+                return
+            for frame in frames:
                 if is_aborted(signal):  # one network chunk may hold many frames
                     for ev in stream.end("cancelled"):
                         yield ev
@@ -210,7 +242,8 @@ async def _read(response: Response, signal: Any) -> AsyncGenerator[StreamEvent, 
         for ev in stream.end(None):  # the body closed
             yield ev
     finally:
-        await chunks.aclose()  # type: ignore[attr-defined]
+        with suppress(Exception):  # a body that fails to close must not hide why we stopped
+            await chunks.aclose()  # type: ignore[attr-defined]
 
 
 # -- waiting on the network while watching the signal --------------------------------------
@@ -232,7 +265,8 @@ async def _unless_aborted(awaitable: Any, signal: Any) -> tuple[bool, Any]:
                 await asyncio.gather(task, return_exceptions=True)
                 return True, None
             await asyncio.wait({task}, timeout=POLL_SECONDS)
-    except BaseException:
+    except BaseException:  # cancelled from outside (a timeout): the wait is over before we go on
         task.cancel()
+        await asyncio.wait({task})
         raise
     return False, task.result()

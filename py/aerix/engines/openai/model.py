@@ -27,6 +27,7 @@ from typing import Any, AsyncIterator
 
 from ...errors import AerixError
 from .client import ChatClient
+from .redact import shown_url
 from .stream import DELTA, DONE, ERROR, TOOL_CALL_START
 from .transports.base import Transport
 
@@ -55,8 +56,8 @@ class OpenAIModel:
         self.client = ChatClient(base_url, model, api_key=api_key, headers=headers, transport=transport)
         self.params = dict(params or {})
 
-    def __repr__(self) -> str:  # the key stays out
-        return f"OpenAIModel(base_url={self.client.base_url!r}, model={self.client.model!r})"
+    def __repr__(self) -> str:  # the key and the URL's secrets stay out
+        return f"OpenAIModel(base_url={shown_url(self.client.base_url)!r}, model={self.client.model!r})"
 
     @property
     def base_url(self) -> str:

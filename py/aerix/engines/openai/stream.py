@@ -25,9 +25,10 @@ The rules, each with a test in ``tests/unit/test_client.py``:
   that just closes (``stop_reason`` ``closed`` when no finish reason came). Any other
   ``finish_reason`` (``null``, ``content_filter``, ...) is ignored and the stream goes on.
 - An error (a non-2xx answer, an ``{"error": ...}`` frame, an ``event: error`` frame, a frame
-  that is not JSON) is one ``error``. ``message`` is for people; ``code`` is the HTTP status (or
-  the provider's error code); an RFC 9457 problem document (``application/problem+json``)
-  rides along as ``problem``.
+  that is not JSON, a ``delta`` or ``tool_calls`` of the wrong JSON type) is one ``error``, never
+  an exception. ``message`` is for people (an error that says nothing is "no details");
+  ``code`` is the HTTP status (or the provider's error code); an RFC 9457 problem document
+  (``application/problem+json``) rides along as ``problem``.
 """
 
 from __future__ import annotations
@@ -174,22 +175,34 @@ class StreamState:
         if self.finish is None:
             choice = _first_choice(chunk.get("choices"))
             if choice is not None:
-                delta = choice.get("delta") or choice.get("message") or {}
-                content = delta.get("content")
-                if isinstance(content, str) and content:
-                    events.append(ContentDelta(content))
-                for position, call in enumerate(delta.get("tool_calls") or []):
-                    if isinstance(call, dict):
-                        events.extend(self._tool_call(position, call))
-                finish = choice.get("finish_reason")
-                if finish in _FINISHING:
-                    self.finish = finish
-                    events.extend(self._end_calls())
+                events = self._choice(choice)
+                if self.ended:
+                    return events
         usage = chunk.get("usage")
         if isinstance(usage, dict):
             self.usage = usage
         if self.finish is not None and self.usage is not None:
             events.extend(self.end(None))  # the usage that follows the finish reason has come
+        return events
+
+    def _choice(self, choice: dict[str, Any]) -> list[StreamEvent]:
+        delta = choice.get("delta") or choice.get("message") or {}
+        if not isinstance(delta, dict):  # a server off the protocol: said in an error, never raised
+            return self.fail(StreamError(f"the server sent a delta that is not a JSON object: {_short(delta)}"))
+        tool_calls = delta.get("tool_calls") or []
+        if not isinstance(tool_calls, list):
+            return self.fail(StreamError(f"the server sent tool_calls that are not a JSON list: {_short(tool_calls)}"))
+        events: list[StreamEvent] = []
+        content = delta.get("content")
+        if isinstance(content, str) and content:
+            events.append(ContentDelta(content))
+        for position, call in enumerate(tool_calls):
+            if isinstance(call, dict):
+                events.extend(self._tool_call(position, call))
+        finish = choice.get("finish_reason")
+        if isinstance(finish, str) and finish in _FINISHING:
+            self.finish = finish
+            events.extend(self._end_calls())
         return events
 
     def whole(self, body: bytes) -> list[StreamEvent]:
@@ -217,7 +230,7 @@ class StreamState:
         index = call.get("index")
         if not isinstance(index, int):
             index = position
-        function = call.get("function") or {}
+        function: dict[str, Any] = call["function"] if isinstance(call.get("function"), dict) else {}
         given_id = call.get("id")
         events: list[StreamEvent] = []
         current = self.calls.get(index)
@@ -265,15 +278,19 @@ def http_error(status: int, reason: str, content_type: str, body: bytes) -> Stre
 
 def _error_from(parsed: Any) -> StreamError:
     """An error frame or body: ``{"error": {"message", "code"|"type"}}``, ``{"error": "text"}``,
-    a problem document, or plain text."""
+    a problem document, an error object itself (``{"message", "type"}``, as an ``event: error``
+    frame may carry), or plain text. Nothing said is "no details", never "None"."""
     if isinstance(parsed, dict) and _is_problem(parsed):
         return StreamError(_problem_text(parsed), code=parsed.get("status"), problem=parsed)
-    error = parsed.get("error") if isinstance(parsed, dict) else parsed
+    error = (parsed.get("error") or parsed) if isinstance(parsed, dict) else parsed
+    code = None
     if isinstance(error, dict):
-        message = error.get("message") or error.get("detail") or json.dumps(error, ensure_ascii=False)
+        message = error.get("message") or error.get("detail") or (json.dumps(error, ensure_ascii=False) if error else "")
         code = error.get("code") if error.get("code") is not None else error.get("type")
-        return StreamError(f"the server reported an error: {message}", code=code if isinstance(code, (int, str)) else None)
-    return StreamError(f"the server reported an error: {str(error)[:500] or 'no details'}")
+    else:
+        message = "" if error is None else error
+    text = " ".join(str(message).split())[:500] or "no details"
+    return StreamError(f"the server reported an error: {text}", code=code if isinstance(code, (int, str)) else None)
 
 
 def _is_problem(doc: dict[str, Any]) -> bool:
@@ -292,6 +309,10 @@ def _first_choice(choices: Any) -> dict[str, Any] | None:
         if isinstance(choice, dict) and choice.get("index", 0) == 0:
             return choice
     return None
+
+
+def _short(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False)[:200]
 
 
 def _json_or_text(text: str) -> Any:

@@ -10,6 +10,7 @@ from http import HTTPStatus
 from typing import Any, AsyncIterator, Protocol, Union, runtime_checkable
 
 from ...._js import IN_PYODIDE
+from ..redact import shown_url
 
 __all__ = ["Request", "Response", "Transport", "default_transport"]
 
@@ -27,8 +28,8 @@ class Request:
         """The body, decoded: what the server will read."""
         return json.loads(self.body)
 
-    def __repr__(self) -> str:  # never show the Authorization header
-        return f"Request({self.method!r}, {self.url!r}, {len(self.body)} bytes)"
+    def __repr__(self) -> str:  # never show the Authorization header, nor the URL's secrets
+        return f"Request({self.method!r}, {shown_url(self.url)!r}, {len(self.body)} bytes)"
 
 
 Chunks = Union[AsyncIterable[bytes], Iterable[bytes]]

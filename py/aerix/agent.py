@@ -18,7 +18,8 @@ from .durable import RunRecord, Runs
 from .errors import AerixError
 from .events import End, Event, Final, Waiting
 from .limits import Hooks, Limits
-from .loop import Conversation, Loop, LoopState, Memory
+from .loop import Loop, Memory
+from .state import Conversation, LoopState
 from .stores import Store
 from .tools import Tool
 from .turn import system_message, turn_schema

@@ -36,7 +36,8 @@ from typing import TYPE_CHECKING, Any, AsyncGenerator, Callable, Literal
 
 from .errors import AerixError, describe
 from .events import End, Event, Final, Waiting, event_from_dict
-from .loop import Conversation, Loop, LoopState, Stop
+from .loop import Loop, Stop
+from .state import Conversation, LoopState
 from .stores import Store
 from .tools import Decision, Tool, ToolContext, WaitingForApproval, run_tool
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import asyncio
 from contextlib import aclosing
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, AsyncGenerator, Callable, Protocol, Union
 
 from .abort import Abort, run_signal
@@ -27,90 +27,15 @@ from .errors import AerixError, describe
 from .events import Call, End, Event, Final, Result, Retry, Text, Turn, Usage, Waiting
 from .limits import HookFailed
 from .tools import Tool, ToolContext, WaitingForApproval, run_tool
-from .turn import TurnRefused, cut_note, neutralise, parse_turn, refused_note, results_message
+from .state import Conversation, LoopState, Pending
+from .turn import TurnRefused, cut_note, parse_turn, refused_note
 
 if TYPE_CHECKING:
     from .agent import Agent
 
-__all__ = ["Book", "Conversation", "LoopState", "Loop", "Memory", "Pending", "Stop"]
+__all__ = ["Book", "Loop", "Memory", "Stop"]
 
 Stop = Union[Final, End, Waiting]
-
-
-@dataclass
-class Conversation:
-    """The messages the model is sent, append-only, and the count that names the next call.
-
-    A user message (a prompt, results, a note) has its chat-template control tokens broken
-    (``turn.neutralise``), so no text from outside can forge a turn; an assistant turn is kept
-    exactly as generated."""
-
-    messages: list[dict[str, str]]
-    calls_made: int = 0
-
-    def add(self, role: str, content: str) -> None:
-        self.messages.append({"role": role, "content": content if role == "assistant" else neutralise(content)})
-
-    def new_call_id(self) -> str:
-        self.calls_made += 1
-        return f"call_{self.calls_made}"
-
-
-@dataclass
-class Pending:
-    """An accepted turn whose final or calls are not finished: its ``turn`` event, its final
-    text (``None`` for calls), and the results so far, in call order."""
-
-    turn: Turn
-    final: str | None
-    results: list[Result] = field(default_factory=list)
-
-    @property
-    def calls_left(self) -> tuple[Call, ...]:
-        return self.turn.calls[len(self.results) :]
-
-    def results_message(self) -> str:
-        return results_message([(r.id, r.tool, r.text) for r in self.results])
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "turn": self.turn.turn,
-            "thought": self.turn.thought,
-            "final": self.final,
-            "calls": [{"id": c.id, "tool": c.tool, "input": c.input} for c in self.turn.calls],
-            "results": [[r.id, r.tool, r.text, r.error] for r in self.results],
-        }
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> Pending:
-        calls = tuple(Call(c["id"], c["tool"], c["input"]) for c in data["calls"])
-        results = [Result(i, t, text, error) for i, t, text, error in data["results"]]
-        return cls(Turn(data["turn"], data["thought"], calls), data["final"], results)
-
-
-@dataclass
-class LoopState:
-    """The loop's counters and pending turn: with the conversation, what a checkpoint holds."""
-
-    generations: int = 0
-    refused_in_row: int = 0
-    tokens: int = 0
-    elapsed_s: float = 0.0
-    pending: Pending | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "generations": self.generations,
-            "refused_in_row": self.refused_in_row,
-            "tokens": self.tokens,
-            "elapsed_s": self.elapsed_s,
-            "pending": None if self.pending is None else self.pending.to_dict(),
-        }
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> LoopState:
-        pending = data["pending"]
-        return cls(data["generations"], data["refused_in_row"], data["tokens"], data["elapsed_s"], None if pending is None else Pending.from_dict(pending))
 
 
 class Book(Protocol):

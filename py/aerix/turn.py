@@ -18,7 +18,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Sequence
 
-from .tools import _NO_DEFAULT, Tool
+from .fields import NO_DEFAULT
+from .tools import Tool
 
 __all__ = [
     "MAX_CALLS",
@@ -211,8 +212,8 @@ def system_message(instructions: str, tools: Sequence[Tool]) -> str:
                     "required": f.required,
                     "enum": f.enum,
                     "description": f.description,
-                    "has_default": f.default is not _NO_DEFAULT and f.default is not None,
-                    "default": None if f.default is _NO_DEFAULT else f.default,
+                    "has_default": f.default is not NO_DEFAULT and f.default is not None,
+                    "default": None if f.default is NO_DEFAULT else f.default,
                 }
                 for k, f in t.fields.items()
             },

@@ -10,8 +10,10 @@ A model is anything with ``chat(messages, options) -> AsyncIterator[dict]``::
                    "usage": {"prompt_tokens": 10, "completion_tokens": 5, "cached_tokens": 0}}
 
 ``messages`` is a list of ``{"role", "content"}`` dicts; ``options`` holds ``max_tokens``,
-``constraint`` (the turn's JSON Schema, or ``None``), ``signal`` and ``generation`` (the Agent's
-sampling settings, passed on as they are). The iterator yields ``text`` deltas and ends with one
+``constraint`` (the turn's JSON Schema, or ``None``), ``signal``, ``generation`` (the Agent's
+sampling settings, passed on as they are) and ``time_left_s`` (the seconds left before the run's
+``timeout_s`` when the generation starts, or ``None`` without a timeout: a model that waits, e.g.
+for a busy server, waits no longer). The iterator yields ``text`` deltas and ends with one
 ``done``. An engine failure raises (``AerixError(kind="engine")`` if the model can say so, any
 exception otherwise); a generation that was unusable while the engine is fine raises
 ``AerixError(kind="output")``; a stop on the signal raises ``AerixError(kind="abort")``.
@@ -49,6 +51,7 @@ class ChatOptions(TypedDict):
     constraint: dict[str, Any] | None
     signal: Any
     generation: dict[str, Any]
+    time_left_s: float | None
 
 
 @runtime_checkable

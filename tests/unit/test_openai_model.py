@@ -122,7 +122,7 @@ def problem_answer() -> Response:
 
 
 async def test_a_problem_document_rides_on_the_engine_error():
-    model, _ = model_on(problem_answer())
+    model, _ = model_on(problem_answer(), retries=0)  # a 503 is retried by default: test_openai_backoff.py
     e = await expect_error(model, "engine")
     assert e.problem == PROBLEM
     assert "503" in e.message and "Overloaded: try again in 5 s" in e.message
@@ -264,7 +264,7 @@ async def test_a_server_error_ends_the_run_error():
 
 
 async def test_a_problem_document_reaches_the_runs_end_event():
-    model, _ = model_on(problem_answer())
+    model, _ = model_on(problem_answer(), retries=0)  # a 503 is retried by default: test_openai_backoff.py
     events = await collect(Agent(model=model).run("hi"))
     assert events[-1].type == "end" and events[-1].reason == "error"
     assert events[-1].problem == PROBLEM

@@ -7,6 +7,7 @@ One module per concept, from the top down:
 
 - ``model``: :class:`OpenAIModel`, the aerix model protocol (``aerix.model``) over the client;
 - ``client``: :class:`ChatClient`, one streamed request, usable alone;
+- ``backoff``: :class:`Backoff`, how a server that pushes back (429, 503) is waited out;
 - ``stream``: the client's six events (``ContentDelta``, ``ToolCallStart``, ``ToolCallDelta``,
   ``ToolCallEnd``, ``StreamDone``, ``StreamError``) and the rules that make them;
 - ``sse``: the ``text/event-stream`` framing;
@@ -19,6 +20,7 @@ This package hands on what the README documents; the helpers tests reach for
 
 from __future__ import annotations
 
+from .backoff import Backoff
 from .client import ChatClient, tools_for_llm
 from .model import OpenAIModel
 from .stream import DELTA, DONE, ERROR, EVENT_TYPES, TOOL_CALL_DELTA, TOOL_CALL_END, TOOL_CALL_START
@@ -28,7 +30,7 @@ from .transports import FetchTransport, HttpxTransport, MockTransport, Request, 
 
 __all__ = [
     "OpenAIModel",
-    "ChatClient", "tools_for_llm", "collect_tool_calls",
+    "ChatClient", "Backoff", "tools_for_llm", "collect_tool_calls",
     "StreamEvent", "ContentDelta", "ToolCallStart", "ToolCallDelta", "ToolCallEnd", "StreamDone", "StreamError",
     "DELTA", "TOOL_CALL_START", "TOOL_CALL_DELTA", "TOOL_CALL_END", "DONE", "ERROR", "EVENT_TYPES",
     "Transport", "Request", "Response", "HttpxTransport", "FetchTransport", "MockTransport", "replay",

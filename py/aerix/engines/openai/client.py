@@ -18,6 +18,8 @@ The rules of this side, each with a test in ``tests/unit/test_client.py``:
   ``tools`` list also sends ``tool_choice: "auto"`` and ``parallel_tool_calls: true``, an empty
   one no ``tools`` key; ``temperature`` only when set.
 - Exactly one ending, always last: ``done`` or ``error``.
+- A server that pushes back (429, 503) is asked again after a wait, as ``backoff`` allows (off
+  unless given; ``OpenAIModel`` gives one): ``aerix.engines.openai.backoff`` has the rules.
 - Cancellation (the ``signal``'s ``.aborted``, polled while waiting on the network) closes the
   response, which stops the server, and ends ``done {stop_reason: "cancelled"}``: never an error.
   A cancelled consumer (``asyncio.timeout`` around the run) closes the response too, and its
@@ -35,11 +37,13 @@ from __future__ import annotations
 import asyncio
 import json
 from contextlib import aclosing, suppress
-from typing import Any, AsyncGenerator, Sequence
+from dataclasses import replace
+from typing import Any, AsyncGenerator, Awaitable, Callable, Sequence
 
 from ...abort import is_aborted
 from ...errors import AerixError, describe
 from ...tools import Tool
+from .backoff import PUSHBACK, Attempts, Backoff
 from .redact import Secrets, clean_api_key, shown_url
 from .sse import FrameTooLong, SSEDecoder
 from .stream import StreamDone, StreamError, StreamEvent, StreamState, http_error
@@ -70,6 +74,7 @@ class ChatClient:
     ``base_url`` is the API root, ``/v1`` included (``http://127.0.0.1:8080/v1``). ``api_key``
     goes in ``Authorization: Bearer``. ``temperature`` is sent only when set. ``transport``:
     see ``aerix.engines.openai.transports`` (default: fetch in Pyodide, httpx on CPython).
+    ``backoff``: how a 429 or 503 is waited out and sent again (default: not at all).
     """
 
     def __init__(
@@ -81,6 +86,7 @@ class ChatClient:
         temperature: float | None = None,
         headers: dict[str, str] | None = None,
         transport: Transport | None = None,
+        backoff: Backoff | None = None,
     ) -> None:
         if not isinstance(base_url, str) or not base_url.startswith(("http://", "https://")):
             shown = shown_url(base_url) if isinstance(base_url, str) else type(base_url).__name__
@@ -94,6 +100,7 @@ class ChatClient:
         self.temperature = temperature
         self.headers = dict(headers or {})
         self.transport = transport if transport is not None else default_transport()
+        self.backoff = backoff if backoff is not None else Backoff(retries=0)
         self.secrets = Secrets(self.api_key, base_url, self.headers)
         self._url = f"{root.rstrip('/')}/chat/completions{question}{query}"  # a query stays at the end
 
@@ -141,20 +148,18 @@ class ChatClient:
         signal: Any = None,
         *,
         params: dict[str, Any] | None = None,
+        time_left_s: float | None = None,
     ) -> AsyncGenerator[StreamEvent, None]:
         """Stream one completion. ``params`` are more body fields (``max_tokens``,
-        ``response_format``, ``seed``, ...). Ends with exactly one ``done`` or ``error``."""
+        ``response_format``, ``seed``, ...). ``time_left_s``: no wait for a server that pushes
+        back outlasts it. Ends with exactly one ``done`` or ``error``."""
         request = self.request(messages, tools, system_prompt, params)
         if is_aborted(signal):
             yield StreamDone("cancelled")
             return
-        try:
-            aborted, response = await _unless_aborted(self.transport.send(request), signal)
-        except Exception as e:  # its text may quote the request: the secrets go
-            yield self.secrets.error(StreamError(f"could not reach {shown_url(request.url)}: {describe(e)}"))
-            return
-        if aborted:
-            yield StreamDone("cancelled")
+        response = await self._send(request, signal, time_left_s)
+        if not isinstance(response, Response):  # the request ended before a body to read
+            yield self.secrets.error(response) if isinstance(response, StreamError) else response
             return
         try:
             async with aclosing(_read(response, signal)) as events:
@@ -165,6 +170,32 @@ class ChatClient:
                 await response.aclose()
             except Exception:
                 pass  # the stream is over either way; closing a broken one may fail
+
+    async def _send(self, request: Request, signal: Any, time_left_s: float | None) -> Response | StreamEvent:
+        """The response to read; or the ending when there is none: the network failed, the signal
+        fired, or the server pushed back (429, 503) more than ``self.backoff`` waits out."""
+        attempts = Attempts(self.backoff, time_left_s)
+        response: Response
+        while True:
+            try:
+                aborted, response = await _unless_aborted(self.transport.send(request), signal)
+            except Exception as e:  # its text may quote the request: the caller takes the secrets out
+                return StreamError(f"could not reach {shown_url(request.url)}: {describe(e)}")
+            if aborted:
+                return StreamDone("cancelled")
+            if response.status not in PUSHBACK:
+                return response
+            async with aclosing(_read(response, signal)) as events:
+                ending: StreamEvent = [ev async for ev in events][-1]  # a non-2xx answer is one event
+            with suppress(Exception):
+                await response.aclose()
+            if not isinstance(ending, StreamError):
+                return ending  # cancelled while its body was read
+            wait, why = attempts.next_wait(response.headers.get("retry-after"))
+            if wait is None:
+                return replace(ending, message=f"{ending.message} ({why})") if why else ending
+            if await _pause(wait, signal, self.backoff.sleep):
+                return StreamDone("cancelled")
 
 
 def _utf8(text: str) -> bytes:
@@ -247,6 +278,33 @@ async def _read(response: Response, signal: Any) -> AsyncGenerator[StreamEvent, 
 
 
 # -- waiting on the network while watching the signal --------------------------------------
+
+
+async def _pause(seconds: float, signal: Any, sleep: Callable[[float], Awaitable[Any]]) -> bool:
+    """``sleep(seconds)``; ``True`` as soon as the signal aborts instead. An ``aerix.Abort`` calls
+    back (``on_abort``) at once; any other signal is polled like the network."""
+    nap = asyncio.ensure_future(sleep(seconds))
+    woken = asyncio.get_running_loop().create_future()
+
+    def wake(_reason: Any) -> None:
+        if not woken.done():
+            woken.set_result(None)
+
+    on_abort = getattr(signal, "on_abort", None) if signal is not None else None
+    unsubscribe = on_abort(wake) if callable(on_abort) else None
+    try:
+        while not (nap.done() or woken.done() or is_aborted(signal)):
+            await asyncio.wait({nap, woken}, timeout=POLL_SECONDS)
+    finally:
+        if unsubscribe is not None:
+            unsubscribe()
+        woken.cancel()
+        if not nap.done():
+            nap.cancel()
+            await asyncio.wait({nap})
+    if not nap.cancelled():
+        nap.result()  # a sleep that failed says so
+    return is_aborted(signal)
 
 
 async def _unless_aborted(awaitable: Any, signal: Any) -> tuple[bool, Any]:

@@ -15,6 +15,12 @@ as they are (``temperature`` only when set). The ending maps to the protocol:
     done closed / tool_calls  -> AerixError("output")         (no usable turn; the loop retries)
     error                     -> AerixError("engine")         (the run ends with reason "error")
 
+A server that pushes back (429, 503, before any text) is asked again after a wait: ``retries``
+times at most, honouring its ``Retry-After``, never past ``options["time_left_s"]``, and the
+signal ends the wait (``aerix.engines.openai.backoff`` has the rules). When it gives up, the
+server's error is the ``engine`` error, its message ending ``(gave up after N retries)`` or
+saying why it did not wait.
+
 An ``engine`` error carries the server's RFC 9457 problem document, when it sent one, as
 ``problem`` (the run's ``end`` event takes it from there). Usage: ``prompt_tokens``,
 ``completion_tokens`` and ``prompt_tokens_details.cached_tokens`` (0 when the server does not say).
@@ -22,10 +28,14 @@ An ``engine`` error carries the server's RFC 9457 problem document, when it sent
 
 from __future__ import annotations
 
+import asyncio
+import random
+import time
 from contextlib import aclosing
-from typing import Any, AsyncIterator
+from typing import Any, AsyncIterator, Awaitable, Callable
 
 from ...errors import AerixError
+from .backoff import Backoff
 from .client import ChatClient
 from .redact import shown_url
 from .stream import DELTA, DONE, ERROR, TOOL_CALL_START
@@ -41,6 +51,10 @@ class OpenAIModel:
     ``{"cache_prompt": True}`` for llama-server, ``{"top_k": 20}`` for vLLM). ``transport``:
     the page's fetch in Pyodide, httpx on CPython (``pip install 'aerix[openai]'``), or a
     ``MockTransport`` in tests.
+
+    A 429 or 503 is sent again up to ``retries`` times (0: never) after a wait: the server's
+    ``Retry-After``, else a random draw up to ``backoff_s`` doubled each time, never over
+    ``max_backoff_s``. ``rng`` (a seeded ``random.Random``), ``sleep`` and ``clock`` are for tests.
     """
 
     def __init__(
@@ -52,8 +66,18 @@ class OpenAIModel:
         params: dict[str, Any] | None = None,
         headers: dict[str, str] | None = None,
         transport: Transport | None = None,
+        retries: int = 3,
+        backoff_s: float = 0.5,
+        max_backoff_s: float = 8.0,
+        rng: random.Random | None = None,
+        sleep: Callable[[float], Awaitable[Any]] | None = None,
+        clock: Callable[[], float] | None = None,
     ) -> None:
-        self.client = ChatClient(base_url, model, api_key=api_key, headers=headers, transport=transport)
+        backoff = Backoff(
+            retries=retries, backoff_s=backoff_s, max_backoff_s=max_backoff_s, rng=rng if rng is not None else random.Random(),
+            sleep=sleep if sleep is not None else asyncio.sleep, clock=clock if clock is not None else time.monotonic,
+        )
+        self.client = ChatClient(base_url, model, api_key=api_key, headers=headers, transport=transport, backoff=backoff)
         self.params = dict(params or {})
 
     def __repr__(self) -> str:  # the key and the URL's secrets stay out
@@ -66,6 +90,11 @@ class OpenAIModel:
     @property
     def model(self) -> str:
         return self.client.model
+
+    @property
+    def backoff(self) -> Backoff:
+        """How a server that pushes back is answered (``retries``, ``backoff_s``, ``max_backoff_s``)."""
+        return self.client.backoff
 
     def body(self, options: dict[str, Any]) -> dict[str, Any]:
         """The body fields one generation sends besides the client's own."""
@@ -80,7 +109,9 @@ class OpenAIModel:
         return body
 
     async def chat(self, messages: list[dict[str, str]], options: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
-        stream = self.client.stream_chat(messages, signal=options.get("signal"), params=self.body(options))
+        stream = self.client.stream_chat(
+            messages, signal=options.get("signal"), params=self.body(options), time_left_s=options.get("time_left_s"),
+        )
         native_call = False
         async with aclosing(stream) as events:
             async for ev in events:

@@ -11,10 +11,11 @@ from .agent import Agent, Answer
 from .durable import Decision, RunRecord
 from .engines.openai import OpenAIModel
 from .errors import AerixError
-from .events import Call, End, Event, Final, Result, Retry, Text, Turn, Usage, Waiting
+from .events import Call, End, Event, Final, Interrupted, Result, Retry, Taint, Text, Turn, Usage, Waiting
 from .limits import Hooks, Limits
 from .model import Model
 from .tools import Tool, ToolContext, tool
+from .trust import Invoker, has_permission, require_tool_permission
 from .turn import parse_turn, system_message, turn_schema
 
 __version__ = "0.1.0"
@@ -30,19 +31,24 @@ __all__ = [
     "Event",
     "Final",
     "Hooks",
+    "Interrupted",
+    "Invoker",
     "Limits",
     "Model",
     "OpenAIModel",
     "Result",
     "Retry",
     "RunRecord",
+    "Taint",
     "Text",
     "Tool",
     "ToolContext",
     "Turn",
     "Usage",
     "Waiting",
+    "has_permission",
     "parse_turn",
+    "require_tool_permission",
     "system_message",
     "tool",
     "turn_schema",

@@ -8,6 +8,7 @@ lives in ``durable.py``. This module checks what the developer gives and delegat
 from __future__ import annotations
 
 import asyncio
+import re
 import time
 import weakref
 from contextlib import aclosing
@@ -16,16 +17,18 @@ from typing import Any, AsyncGenerator, Callable, Sequence
 
 from .durable import RunRecord, Runs
 from .errors import AerixError
-from .events import End, Event, Final, Waiting
+from .events import End, Event, Final, Interrupted, Waiting
 from .limits import Hooks, Limits
 from .loop import Loop, Memory
 from .state import Conversation, LoopState
 from .stores import Store
 from .tools import Tool
+from .trust import Invoker, ToolPolicy
 from .turn import system_message, turn_schema
 
 __all__ = ["Agent", "Answer"]
 
+_AGENT_NAME = re.compile(r"^[A-Za-z0-9_.\-]{1,64}$")
 _CLEAN_UP_TICKS = 20  # event-loop turns a new run waits for an abandoned run's clean-up
 _RESERVED = frozenset({"messages", "stream", "max_tokens", "response_format", "signal", "abortSignal", "constraint"})
 
@@ -47,7 +50,10 @@ class Agent:
     'hi'
 
     With ``store=`` (see :mod:`aerix.stores`) every run is durable: ``start``, ``resume``,
-    ``approve`` and ``runs`` work on the runs kept there.
+    ``approve`` and ``runs`` work on the runs kept there. ``name`` names the agent in
+    permissions (``tool:<name>:<tool>``); ``tool_policy`` decides which tools an invoker may use;
+    ``on_tainted`` what a guarded tool does once the conversation is tainted (see
+    :mod:`aerix.trust`).
     """
 
     def __init__(
@@ -62,6 +68,9 @@ class Agent:
         *,
         store: Any = None,
         clock: Callable[[], float] | None = None,
+        name: str = "agent",
+        tool_policy: ToolPolicy | None = None,
+        on_tainted: str = "approve",
     ) -> None:
         if not callable(getattr(model, "chat", None)):
             raise AerixError("options", f"model must have a chat(messages, options) method, got {type(model).__name__}")
@@ -78,6 +87,8 @@ class Agent:
             raise AerixError("options", f"store lacks {missing}: see aerix.stores.Store")
         if clock is not None and not callable(clock):
             raise AerixError("options", "clock must be a function returning seconds")
+        _check_trust_options(name, tool_policy, on_tainted)
+        self.name, self.tool_policy, self.on_tainted = name, tool_policy, on_tainted
         self.model = model
         self.instructions = instructions
         self.constrain = constrain
@@ -89,6 +100,8 @@ class Agent:
         self._runs = Runs(self, store) if store is not None else None
         self._running = False
         self._events: weakref.ref[Any] | None = None  # the event stream of the run going now
+        self._schemas: dict[frozenset[str], dict[str, Any]] = {}  # turn schemas of narrowed tool sets
+        self.draining = False
         self._conversation = Conversation([])
         self.reset()
 
@@ -107,33 +120,57 @@ class Agent:
     def tool_named(self, name: str) -> Tool:
         return self._by_name[name]
 
+    def schema_for(self, invoker: Invoker | None) -> dict[str, Any] | None:
+        """The turn schema of a run by ``invoker``: only the tools the policy lets it use (the
+        system message still lists every tool, so the conversation stays byte-stable)."""
+        if self.schema is None or self.tool_policy is None:
+            return self.schema
+        allowed = frozenset(t.name for t in self.tools if self.tool_policy(self.name, t.name, invoker))
+        if allowed == self.tool_names:
+            return self.schema
+        if allowed not in self._schemas:
+            self._schemas[allowed] = turn_schema([t for t in self.tools if t.name in allowed])
+        return self._schemas[allowed]
+
     def reset(self) -> None:
         """Forget the conversation (the system message stays)."""
         self._claim_check("reset")
         self._conversation = Conversation([{"role": "system", "content": self.system}])
 
-    def run(self, prompt: str, signal: Any = None, *, run_id: str | None = None, idempotency_key: str | None = None) -> AsyncGenerator[Event, None]:
+    def run(
+        self, prompt: str, signal: Any = None, *, run_id: str | None = None, idempotency_key: str | None = None, invoker: Invoker | dict[str, Any] | None = None
+    ) -> AsyncGenerator[Event, None]:
         """Continue the conversation with ``prompt``; an async iterator of events ending in one ending.
 
-        With a store the run is durable (``run_id`` and ``idempotency_key`` as in :meth:`start`)."""
+        ``invoker``: who starts the run (tools and hooks see it as ``ctx.invoker``). With a store
+        the run is durable (``run_id`` and ``idempotency_key`` as in :meth:`start`)."""
         _check_prompt(prompt)
+        who = Invoker.of(invoker)
         self._claim_check("run", abandoned_ok=True)
         if self._runs is None:
             if run_id is not None or idempotency_key is not None:
                 raise AerixError("options", "run_id and idempotency_key need a durable run: give the Agent a store")
-            return self._watch(self._run_in_memory(prompt, signal))
-        return self._watch(self._runs.start_and_resume(prompt, signal, run_id, idempotency_key))
+            return self._watch(self._run_in_memory(prompt, signal, who))
+        return self._watch(self._runs.start_and_resume(prompt, signal, run_id, idempotency_key, who))
 
-    async def ask(self, prompt: str, signal: Any = None) -> Answer:
+    async def ask(self, prompt: str, signal: Any = None, *, invoker: Invoker | dict[str, Any] | None = None) -> Answer:
         """Run to the ending. A final returns an :class:`Answer`; any other ending raises
         ``AerixError(kind="end")`` with its ``reason`` and ``events``."""
-        return await _answer(self.run(prompt, signal))
+        return await _answer(self.run(prompt, signal, invoker=invoker))
 
-    async def _run_in_memory(self, prompt: str, signal: Any) -> AsyncGenerator[Event, None]:
+    async def drain(self) -> None:
+        """Take no new run (each is ``busy`` from now on); the run going now stops at its next
+        checkpoint (a durable one ``interrupted``, to resume later; one kept in memory ends
+        ``abort``). Returns when no run is going."""
+        self.draining = True
+        while self._running:
+            await asyncio.sleep(0.01)
+
+    async def _run_in_memory(self, prompt: str, signal: Any, invoker: Invoker | None) -> AsyncGenerator[Event, None]:
         await self._claim()
         try:
             self._conversation.add("user", prompt)
-            async with aclosing(Loop(self, self._conversation, LoopState(), signal, Memory()).events()) as events:
+            async with aclosing(Loop(self, self._conversation, LoopState(), signal, Memory(), invoker).events()) as events:
                 async for ev in events:
                     yield ev
         finally:
@@ -141,11 +178,13 @@ class Agent:
 
     # -- durable runs (durable.py) ---------------------------------------------------------
 
-    async def start(self, prompt: str, run_id: str | None = None, idempotency_key: str | None = None) -> RunRecord:
-        """Create a durable run (``queued``) or, for a known ``idempotency_key`` or ``run_id``,
-        find the existing one. ``resume`` runs it."""
+    async def start(
+        self, prompt: str, run_id: str | None = None, idempotency_key: str | None = None, *, invoker: Invoker | dict[str, Any] | None = None
+    ) -> RunRecord:
+        """Create a durable run (``queued``) or, for a known ``idempotency_key`` (of this
+        invoker) or ``run_id``, find the existing one. ``resume`` runs it."""
         _check_prompt(prompt)
-        return await self._durable().start(prompt, run_id, idempotency_key)
+        return await self._durable().start(prompt, run_id, idempotency_key, Invoker.of(invoker))
 
     def resume(self, run_id: str, signal: Any = None) -> AsyncGenerator[Event, None]:
         """Continue a durable run from its latest checkpoint; a run already ended yields its ending."""
@@ -153,13 +192,18 @@ class Agent:
         self._claim_check("resume", abandoned_ok=True)
         return self._watch(runs.resume(run_id, signal))
 
-    def approve(self, run_id: str, approval_id: str, approved: bool, reason: str | None = None, signal: Any = None) -> AsyncGenerator[Event, None]:
-        """Answer an approval (once) and resume the run: the waiting call runs again from its start."""
+    def approve(
+        self, run_id: str, approval_id: str, approved: bool, reason: str | None = None, signal: Any = None, *, approver: Invoker | dict[str, Any] | None = None
+    ) -> AsyncGenerator[Event, None]:
+        """Answer an approval (once; ``approver`` is recorded with the answer) and resume the
+        run: the waiting call runs again from its start. An answer after the approval's
+        deadline is recorded as ``approval timed out``: the call is denied."""
         runs = self._durable()
+        who = Invoker.of(approver)
         self._claim_check("approve", abandoned_ok=True)
         if not isinstance(approved, bool):
             raise AerixError("options", f"approved must be True or False, got {approved!r}")
-        return self._watch(runs.answer_and_resume(run_id, approval_id, approved, reason, signal))
+        return self._watch(runs.answer_and_resume(run_id, approval_id, approved, reason, signal, who))
 
     async def get_run(self, run_id: str) -> RunRecord | None:
         return await self._durable().get(run_id)
@@ -181,6 +225,8 @@ class Agent:
     # -- small things --------------------------------------------------------------------
 
     def _claim_check(self, what: str, abandoned_ok: bool = False) -> None:
+        if self.draining and what != "reset":
+            raise AerixError("busy", f"cannot {what}: this agent is draining and takes no new run")
         """Raise ``busy`` while a run is going. With ``abandoned_ok``, a run whose event stream
         its consumer dropped (``break`` out of ``async for``) does not count: its clean-up is
         already scheduled on the event loop, and the new run waits for it (:meth:`_claim`)."""
@@ -219,8 +265,19 @@ async def _answer(stream: AsyncGenerator[Event, None]) -> Answer:
         return Answer(last.text, last.thought, events)
     if isinstance(last, Waiting):
         raise AerixError("end", f"the run is waiting for approval {last.approval_id}: {last.title}", reason="waiting", events=events)
+    if isinstance(last, Interrupted):
+        raise AerixError("end", f"the run was interrupted: {last.message}", reason="interrupted", events=events)
     assert isinstance(last, End)
     raise AerixError("end", f"the run ended without an answer ({last.reason}): {last.message}", reason=last.reason, events=events)
+
+
+def _check_trust_options(name: Any, tool_policy: Any, on_tainted: Any) -> None:
+    if not isinstance(name, str) or not _AGENT_NAME.match(name):
+        raise AerixError("options", f"name must be letters, digits, '_', '.' or '-' (it is a permission segment), got {name!r}")
+    if tool_policy is not None and not callable(tool_policy):
+        raise AerixError("options", "tool_policy must be a function (agent name, tool name, invoker) -> bool, e.g. require_tool_permission()")
+    if on_tainted not in ("approve", "deny"):
+        raise AerixError("options", f"on_tainted must be 'approve' or 'deny', got {on_tainted!r}")
 
 
 def _check_prompt(prompt: Any) -> None:

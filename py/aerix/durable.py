@@ -7,11 +7,15 @@ A run record is plain JSON data (it crosses into IndexedDB unchanged):
     version      the record format, 1; a record of another version, or one that does not read
                  as a record, is listed with status ``corrupt`` (and ``error`` saying why)
     id, status, prompt, idempotency_key, created_at, updated_at,
-    checkpoint   {messages, calls_made, generations, refused_in_row, tokens, elapsed_s, pending}:
-                 the conversation and the loop's state after its last generation or tool result
-                 (None: not started); ``pending`` is ``loop.Pending.to_dict()``
+    invoker      who started the run (``Invoker.to_dict()``), or None; an invoker's idempotency
+                 keys are kept as ``<kind>:<id>/<key>``, so another invoker's same key is another run
+    checkpoint   {messages, calls_made, taint, generations, refused_in_row, tokens, elapsed_s,
+                 pending}: the conversation and the loop's state after its last generation or
+                 tool result (None: not started); ``pending`` is ``state.Pending.to_dict()``
     ending       the ending event as a dict, once the run has ended
-    approvals    approval id -> {id, call_id, title, body, created_at, timeout_s, decision}
+    approvals    approval id -> {id, call_id, title, body, created_at, timeout_s, decision};
+                 decision {approved, reason, approver, answered_at}: an answer after
+                 ``created_at + timeout_s`` is recorded as ``approval timed out``, a denial
 
 Statuses: ``queued`` (created, not started), ``running``, ``waiting`` (an approval is pending),
 ``interrupted`` (its page went away mid-run), and the ended ``completed`` (a final answer),
@@ -35,11 +39,12 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, AsyncGenerator, Callable, Literal
 
 from .errors import AerixError, describe
-from .events import End, Event, Final, Waiting, event_from_dict
+from .events import End, Event, Final, Interrupted, Waiting, event_from_dict
 from .loop import Loop, Stop
 from .state import Conversation, LoopState
 from .stores import Store
 from .tools import Decision, Tool, ToolContext, WaitingForApproval, run_tool
+from .trust import Invoker
 
 if TYPE_CHECKING:
     from .agent import Agent
@@ -65,6 +70,7 @@ class RunRecord:
     checkpoint: dict[str, Any] | None = None
     ending: dict[str, Any] | None = None
     approvals: dict[str, dict[str, Any]] = field(default_factory=dict)
+    invoker: dict[str, Any] | None = None
     error: str | None = None  # why a ``corrupt`` record could not be read
 
     def to_dict(self) -> dict[str, Any]:
@@ -80,6 +86,7 @@ class RunRecord:
                 "checkpoint": self.checkpoint,
                 "ending": self.ending,
                 "approvals": self.approvals,
+                "invoker": self.invoker,
             }
         )
 
@@ -102,6 +109,7 @@ class RunRecord:
             checkpoint=data.get("checkpoint"),
             ending=data.get("ending"),
             approvals=data.get("approvals") or {},
+            invoker=data.get("invoker"),
         )
 
     @property
@@ -115,6 +123,11 @@ class RunRecord:
                 return a
         return None
 
+    def overdue(self, now: float) -> bool:
+        """Whether the approval it waits on is past its deadline (resuming it denies the call)."""
+        a = self.pending_approval()
+        return a is not None and now - a["created_at"] >= a["timeout_s"]
+
 
 def _unreadable(data: Any) -> str | None:
     """Why ``data`` is not a run record this code can read, or ``None``."""
@@ -122,7 +135,7 @@ def _unreadable(data: Any) -> str | None:
         return f"a record is an object, not {type(data).__name__}"
     if data.get("version", VERSION) != VERSION:
         return f"version {data.get('version')!r} (this aerix reads version {VERSION})"
-    kinds: dict[str, type | tuple[type, ...]] = {"id": str, "prompt": str, "status": str, "checkpoint": (dict, type(None)), "ending": (dict, type(None)), "approvals": (dict, type(None))}
+    kinds: dict[str, type | tuple[type, ...]] = {"id": str, "prompt": str, "status": str, "checkpoint": (dict, type(None)), "ending": (dict, type(None)), "approvals": (dict, type(None)), "invoker": (dict, type(None))}
     for key, kind in kinds.items():
         if key in data and not isinstance(data[key], kind):
             return f"{key!r} is {type(data[key]).__name__}"
@@ -156,18 +169,22 @@ class Runs:
         self.store = store
         self.current: Durable | None = None  # the run going now, if durable
 
-    async def start(self, prompt: str, run_id: str | None, idempotency_key: str | None) -> RunRecord:
+    async def start(self, prompt: str, run_id: str | None, idempotency_key: str | None, invoker: Invoker | None) -> RunRecord:
         now = self.agent.clock()
-        record = RunRecord(run_id or uuid.uuid4().hex, prompt, "queued", idempotency_key, now, now)
+        key = idempotency_key if invoker is None or idempotency_key is None else f"{invoker.kind}:{invoker.id}/{idempotency_key}"
+        snapshot = None if invoker is None else invoker.to_dict()
+        record = RunRecord(run_id or uuid.uuid4().hex, prompt, "queued", key, now, now, invoker=snapshot)
         found = RunRecord.from_dict(await _use("create_run", lambda: self.store.create_run(record.to_dict())))
+        named = f"idempotency key {idempotency_key!r}" if key is not None and found.idempotency_key == key else f"run id {found.id!r}"
         if found.prompt != prompt:  # a key names one request: another prompt is another run
-            named = f"idempotency key {idempotency_key!r}" if found.idempotency_key == idempotency_key is not None else f"run id {found.id!r}"
             raise AerixError("options", f"{named} belongs to run {found.id}, started with the prompt {found.prompt!r}, not {prompt!r}")
+        if (found.invoker or {}).get("id") != (snapshot or {}).get("id"):
+            raise AerixError("options", f"{named} belongs to run {found.id}, started by another invoker")
         return found
 
-    async def start_and_resume(self, prompt: str, signal: Any, run_id: str | None, key: str | None) -> AsyncGenerator[Event, None]:
+    async def start_and_resume(self, prompt: str, signal: Any, run_id: str | None, key: str | None, invoker: Invoker | None) -> AsyncGenerator[Event, None]:
         try:
-            record = await self.start(prompt, run_id, key)
+            record = await self.start(prompt, run_id, key, invoker)
         except AerixError as e:
             if e.kind != "store":
                 raise
@@ -192,7 +209,8 @@ class Runs:
             _check_resumable(record, agent.system)
             run = self.current = Durable(self.store, record, agent.clock)
             if record.checkpoint is None:  # queued: it starts from this agent's conversation
-                conversation = Conversation([dict(m) for m in agent._conversation.messages], agent._conversation.calls_made)
+                now = agent._conversation
+                conversation = Conversation([dict(m) for m in now.messages], now.calls_made, now.taint)
                 conversation.add("user", record.prompt)
                 state = LoopState()
                 try:
@@ -201,10 +219,11 @@ class Runs:
                     yield End("error", e.message)  # the store failed before the run began
                     return
             else:
-                conversation = Conversation([dict(m) for m in record.checkpoint["messages"]], record.checkpoint["calls_made"])
+                checkpoint = record.checkpoint
+                conversation = Conversation([dict(m) for m in checkpoint["messages"]], checkpoint["calls_made"], checkpoint.get("taint"))
                 state = LoopState.from_dict(record.checkpoint)
             agent._conversation = conversation
-            async with aclosing(Loop(agent, conversation, state, signal, run).events()) as events:
+            async with aclosing(Loop(agent, conversation, state, signal, run, Invoker.of(record.invoker)).events()) as events:
                 async for ev in events:
                     yield ev
         finally:
@@ -217,15 +236,21 @@ class Runs:
                 self.current = None
                 agent._release()
 
-    async def answer_and_resume(self, run_id: str, approval_id: str, approved: bool, reason: str | None, signal: Any) -> AsyncGenerator[Event, None]:
+    async def answer_and_resume(
+        self, run_id: str, approval_id: str, approved: bool, reason: str | None, signal: Any, approver: Invoker | None
+    ) -> AsyncGenerator[Event, None]:
         record = await self.load(run_id)
         approval = record.approvals.get(approval_id)
         if approval is None:
             raise AerixError("options", f"run {run_id} has no approval {approval_id!r}")
         if approval["decision"] is not None:
             raise AerixError("options", f"approval {approval_id!r} of run {run_id} was already answered")
-        approval["decision"] = {"approved": approved, "reason": reason}
-        record.updated_at = self.agent.clock()
+        now = self.agent.clock()
+        if now - approval["created_at"] >= approval["timeout_s"]:  # too late: the deadline held
+            approved, reason = False, "approval timed out"
+        who = None if approver is None else approver.to_dict()
+        approval["decision"] = {"approved": approved, "reason": reason, "approver": who, "answered_at": now}
+        record.updated_at = now
         await _use("save_run", lambda: self.store.save_run(record.to_dict()))
         async with aclosing(self.resume(run_id, signal)) as events:
             async for ev in events:
@@ -305,17 +330,18 @@ class Durable:
 
     async def checkpoint(self, conversation: Conversation, state: LoopState) -> None:
         self.record.status = "running"
-        self.record.checkpoint = {"messages": [dict(m) for m in conversation.messages], "calls_made": conversation.calls_made, **state.to_dict()}
+        messages = [dict(m) for m in conversation.messages]
+        self.record.checkpoint = {"messages": messages, "calls_made": conversation.calls_made, "taint": conversation.taint, **state.to_dict()}
         await self._save()
 
     async def close(self, conversation: Conversation, state: LoopState, stop: Stop) -> Stop:
         """Record the stop. An ending the store cannot record is still the run's ending (the
         record keeps its last checkpoint, from which a resume reaches the same ending); a wait
         it cannot record ends the run ``error``, since no one could answer it."""
-        if isinstance(stop, Waiting):
+        if isinstance(stop, (Waiting, Interrupted)):
             try:
                 await self.checkpoint(conversation, state)
-                self.record.status = "waiting"
+                self.record.status = "waiting" if isinstance(stop, Waiting) else "interrupted"
                 await self._save()
             except AerixError as e:
                 return End("error", e.message)

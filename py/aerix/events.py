@@ -4,9 +4,10 @@ Each event is a frozen dataclass with a literal ``type`` and converts to a plain
 ``to_dict()`` (JSON values only), so it can cross into JavaScript unchanged.
 
 A run yields, per generation: ``text`` deltas, one ``usage``; then either ``retry`` (the turn was
-refused), or ``turn`` followed by ``call``/``result`` per call; and finally **exactly one ending**:
-``final`` or ``end``. A durable run may instead stop at a ``waiting`` event (an approval is
-pending) and give its remaining events, ending included, when it is resumed.
+refused), or ``turn`` followed by ``call``/``result`` per call (a ``taint`` before the first
+result from outside); and finally **exactly one ending**: ``final`` or ``end``. A durable run may
+instead stop at a ``waiting`` event (an approval is pending) or an ``interrupted`` one (the agent
+was drained) and give its remaining events, ending included, when it is resumed.
 """
 
 from __future__ import annotations
@@ -20,8 +21,10 @@ __all__ = [
     "EndReason",
     "Event",
     "Final",
+    "Interrupted",
     "Result",
     "Retry",
+    "Taint",
     "Text",
     "Turn",
     "Usage",
@@ -154,10 +157,32 @@ class End(_EventBase):
         return out
 
 
-Event = Union[Text, Usage, Turn, Call, Result, Retry, Waiting, Final, End]
+@dataclass(frozen=True)
+class Taint(_EventBase):
+    """The conversation now holds content from outside: the result of call ``at`` of the tool
+    ``source`` (marked ``trust={"taint": ...}``). Emitted before that result; from here on the
+    tools marked ``guard_when_tainted`` need a person's approval. Once per conversation."""
+
+    source: str
+    at: str
+    type: Literal["taint"] = field(default="taint", init=False)
 
 
-_BY_TYPE: dict[str, type] = {c.type: c for c in (Text, Usage, Turn, Call, Result, Retry, Waiting, Final, End)}
+@dataclass(frozen=True)
+class Interrupted(_EventBase):
+    """A durable run stopped at a checkpoint without an ending (``Agent.drain``): resume it later.
+
+    Not an ending, like ``waiting``: the run's iteration stops here."""
+
+    run_id: str
+    message: str
+    type: Literal["interrupted"] = field(default="interrupted", init=False)
+
+
+Event = Union[Text, Usage, Turn, Call, Taint, Result, Retry, Waiting, Interrupted, Final, End]
+
+
+_BY_TYPE: dict[str, type] = {c.type: c for c in (Text, Usage, Turn, Call, Taint, Result, Retry, Waiting, Interrupted, Final, End)}
 
 
 def event_from_dict(data: dict[str, Any]) -> Event:

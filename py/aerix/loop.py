@@ -22,11 +22,13 @@ from contextlib import aclosing
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, AsyncGenerator, Callable, Protocol, Union
 
-from .abort import Abort, run_signal
+from .abort import Abort
+from .calls import Interrupted, call_tool, until_aborted
 from .errors import AerixError, describe
-from .events import Call, End, Event, Final, Result, Retry, Text, Turn, Usage, Waiting
+from .events import Call, End, Event, Final, Interrupted as Drained, Result, Retry, Text, Turn, Usage, Waiting
 from .limits import HookFailed
 from .tools import Tool, ToolContext, WaitingForApproval, run_tool
+from .trust import Invoker
 from .state import Conversation, LoopState, Pending
 from .turn import TurnRefused, cut_note, parse_turn, refused_note
 
@@ -35,7 +37,7 @@ if TYPE_CHECKING:
 
 __all__ = ["Book", "Loop", "Memory", "Stop"]
 
-Stop = Union[Final, End, Waiting]
+Stop = Union[Final, End, Waiting, Drained]
 
 
 class Book(Protocol):
@@ -62,7 +64,7 @@ class Memory:
         pass
 
     async def close(self, conversation: Conversation, state: LoopState, stop: Stop) -> Stop:
-        assert not isinstance(stop, Waiting), "a run without a store cannot wait"  # ctx.approve refuses first
+        assert isinstance(stop, (Final, End)), "a run without a store cannot wait"  # ctx.approve refuses first
         return stop
 
     def approver(self, call_id: str) -> Callable[..., Any] | None:
@@ -84,13 +86,17 @@ class _Generation:
 class Loop:
     """One run of ``agent``'s loop over ``conversation``, from wherever ``state`` says it is."""
 
-    def __init__(self, agent: Agent, conversation: Conversation, state: LoopState, signal: Any, book: Book) -> None:
+    def __init__(self, agent: Agent, conversation: Conversation, state: LoopState, signal: Any, book: Book, invoker: Invoker | None = None) -> None:
         self.agent = agent
         self.limits = agent.limits
         self.conversation = conversation
         self.state = state
-        self.signal: Abort = run_signal(signal)  # composed once: the model and the tools get this one
-        self._own_signal = self.signal is not signal  # made here: closed (unfollowed) when the run stops
+        # The run's one signal, composed once: it follows the caller's, and the run's timeout and a
+        # drain abort it too. The model, the tools and the hooks all get this one (or a call's child).
+        self.signal = Abort.following(signal)
+        self.deadline_passed = False
+        self.invoker = invoker
+        self.schema = agent.schema_for(invoker)  # the tools this invoker may use
         self.book = book
         self.stop: Stop | None = None
         self._clock_base = agent.clock()
@@ -98,6 +104,7 @@ class Loop:
     async def events(self) -> AsyncGenerator[Event, None]:
         """The loop: phases until one of them sets ``stop``, then the one exit."""
         st = self.state
+        deadline = self.start_deadline()
         try:
             try:
                 while self.stop is None:
@@ -121,24 +128,25 @@ class Loop:
                 if e.kind != "store":
                     raise
                 self.stop = End("error", e.message)
+            except _Draining:  # Agent.drain(): stopped at a checkpoint
+                self.stop = Drained(self.book.run_id or "", "the agent was drained") if self.book.durable else End("abort", "the agent was drained")
             # the one exit: the stop, recorded by the book
             yield await self.book.close(self.conversation, st, self.stop)
         finally:
             if not self.book.durable and st.pending is not None and st.pending.final is None:
                 # a run kept in memory stopped mid-turn: close the turn so the conversation stays whole
                 self.close_turn("the run ended before this call ran")
-            if self._own_signal:
-                self.signal.close()
+            if deadline is not None:
+                deadline.cancel()
+            self.signal.close()
 
     # -- phase: limits --------------------------------------------------------------------
 
     def check_limits(self) -> End | None:
-        """Before each generation: the signal, then ``timeout_s``, ``max_total_tokens``, ``turns``."""
-        if self.signal.aborted:
-            return End("abort", "the run was aborted")
-        timed_out = self.timed_out()
-        if timed_out:
-            return End("timeout", timed_out)
+        """Before each generation: the signal and ``timeout_s``, ``max_total_tokens``, ``turns``."""
+        halted = self.halted()
+        if halted is not None:
+            return halted
         cap, used = self.limits.max_total_tokens, self.state.tokens
         if cap is not None and used >= cap:
             return End("tokens", f"the run used {used} tokens; its budget is {cap}")
@@ -151,8 +159,33 @@ class Loop:
 
     def timed_out(self) -> str | None:
         t = self.limits.timeout_s
+        if t is None:
+            return None
         elapsed = self.elapsed()
-        return f"the run ran {elapsed:.1f} s; its timeout is {t:g} s" if t is not None and elapsed >= t else None
+        if self.deadline_passed or elapsed >= t:
+            return f"the run ran {max(elapsed, t):.1f} s; its timeout is {t:g} s"
+        return None
+
+    def halted(self, during: str = "") -> End | None:
+        """Why the run must stop now, if it must: its timeout passed, or its signal was aborted."""
+        timed_out = self.timed_out()
+        if timed_out:
+            return End("timeout", timed_out)
+        if self.signal.aborted:
+            return End("abort", f"the run was aborted{during}")
+        return None
+
+    def start_deadline(self) -> asyncio.TimerHandle | None:
+        """With ``timeout_s``, a timer that aborts the run's signal when it passes, which
+        interrupts a generation or a tool that hangs (the checks alone would wait for it)."""
+        if self.limits.timeout_s is None:
+            return None
+
+        def passed() -> None:
+            self.deadline_passed = True
+            self.signal.abort("the run's timeout passed")
+
+        return asyncio.get_running_loop().call_later(max(0.0, self.limits.timeout_s - self.elapsed()), passed)
 
     # -- phase: generate ------------------------------------------------------------------
 
@@ -160,15 +193,16 @@ class Loop:
         """One model request: stream its text; record how it finished, or stop on how it failed."""
         agent = self.agent
         self.state.generations += 1
-        options = {"max_tokens": self.limits.max_tokens, "constraint": agent.schema, "signal": self.signal, "generation": dict(agent.generation)}
+        time_left = None if self.limits.timeout_s is None else self.limits.timeout_s - self.elapsed()
+        options = {"max_tokens": self.limits.max_tokens, "constraint": self.schema, "signal": self.signal, "generation": dict(agent.generation), "time_left_s": time_left}
         parts: list[str] = []
         done: Any = None
-        timed_out: str | None = None
         try:
             async with aclosing(_iterate(agent.model.chat(list(self.conversation.messages), options))) as deltas:
-                async for delta in deltas:
-                    timed_out = self.timed_out() if self.limits.timeout_s is not None and not self.signal.aborted else None
-                    if self.signal.aborted or timed_out:
+                while self.halted() is None:
+                    try:
+                        delta = await until_aborted(deltas.__anext__(), self.signal)
+                    except (StopAsyncIteration, Interrupted):
                         break
                     kind = delta.get("type") if isinstance(delta, dict) else None
                     if kind == "text" and done is None and isinstance(delta.get("text"), str):
@@ -190,19 +224,12 @@ class Loop:
             if not self.signal.aborted:
                 self.stop = End("error", f"engine failed: {describe(e)}")
                 return
-        self.stop = self.generation_stop(done, timed_out)
+        self.stop = self.halted(" during a generation")
+        if self.stop is None and done is None:
+            self.stop = End("error", "engine failed: the model's stream ended without a done item")
         if self.stop is None:
             yield self.count_usage(done)
             gen.text, gen.finish = "".join(parts), done.get("finish_reason")
-
-    def generation_stop(self, done: Any, timed_out: str | None) -> End | None:
-        if self.signal.aborted:
-            return End("abort", "the run was aborted during a generation")
-        if timed_out:
-            return End("timeout", timed_out)
-        if done is None:
-            return End("error", "engine failed: the model's stream ended without a done item")
-        return None
 
     def count_usage(self, done: dict[str, Any]) -> Usage:
         usage = _usage(done)
@@ -259,57 +286,35 @@ class Loop:
     # -- phase: calls ---------------------------------------------------------------------
 
     async def call_tools(self, pending: Pending) -> AsyncGenerator[Event, None]:
-        """Run the calls not yet run, one at a time, in order; feed their results back."""
+        """Run the calls not yet run, one at a time, in order (each as ``calls.call_tool`` says);
+        feed their results back."""
         for call in pending.calls_left:
-            why = "the run was aborted" if self.signal.aborted else self.timed_out()
-            if why:
-                self.stop = End("abort" if self.signal.aborted else "timeout", why)
-                for ev in self.close_turn(why):
-                    yield ev
-                await self.checkpoint()
-                return
             try:
-                ran, result = await self.call_tool(call)
-            except HookFailed as e:
-                self.stop = End("error", str(e))
-                for ev in self.close_turn("the run ended on a failed hook"):
-                    yield ev
+                halted = self.halted()
+                if halted is not None:
+                    raise Interrupted
+                ran, events = await call_tool(self, call)
+            except (Interrupted, HookFailed) as e:
+                halted = self.halted()
+                self.stop = halted or End("error", str(e))
+                for cancelled in self.close_turn(halted.message if halted else "the run ended on a failed hook"):
+                    yield cancelled
                 await self.checkpoint()
                 return
             except WaitingForApproval as w:
                 a = w.approval
                 self.stop = Waiting(self.book.run_id or "", a["id"], a["title"], a["body"])
                 return
-            pending.results.append(result)
+            last = events[-1]
+            assert isinstance(last, Result)
+            pending.results.append(last)
             await self.checkpoint()
             yield ran
-            yield result
+            for ev in events:
+                yield ev
         self.conversation.add("user", pending.results_message())
         self.state.pending = None
         await self.checkpoint()
-
-    async def call_tool(self, call: Call) -> tuple[Call, Result]:
-        """One call: before_call hook, input check and run (an effect recorded once), after_call
-        hook, cut to ``result_chars``."""
-        ctx = ToolContext(signal=self.signal, call_id=call.id, tool=call.tool, approver=self.book.approver(call.id))
-        hooks = self.agent.hooks
-        answer = await hooks.before(call, ctx)
-        if answer is not None and answer[0] == "input":
-            call = Call(call.id, call.tool, answer[1])
-        if answer is not None and answer[0] == "deny":
-            text, error = f"refused: {answer[1]}", True
-        else:
-            tool = self.agent.tool_named(call.tool)
-            text, error = await (self.book.run_effect(tool, call.input, ctx) if tool.effect else run_tool(tool, call.input, ctx))
-        result = Result(call.id, call.tool, text, error)
-        replaced = await hooks.after(call, result)
-        if replaced is not None:
-            result = Result(call.id, call.tool, replaced, error)
-        cap = self.limits.result_chars
-        if cap is not None and len(result.text) > cap:
-            cut = f"{result.text[:cap]}\n[cut: the result was {len(result.text)} characters; this is the first {cap}]"
-            result = Result(call.id, call.tool, cut, result.error)
-        return call, result
 
     def close_turn(self, why: str) -> list[Result]:
         """Give every call of the pending turn not yet run a ``cancelled`` result and feed the
@@ -329,6 +334,12 @@ class Loop:
         self.state.elapsed_s += now - self._clock_base
         self._clock_base = now
         await self.book.checkpoint(self.conversation, self.state)
+        if self.agent.draining:
+            raise _Draining
+
+
+class _Draining(Exception):
+    """``Agent.drain()`` was called: the run stops at the checkpoint just written."""
 
 
 def _usage(done: dict[str, Any]) -> Usage | None:

@@ -56,8 +56,8 @@ class PageAgent:
 
     @js_facing
     def run(self, prompt: str, signal: Any = None, run_id: str | None = None, idempotency_key: str | None = None) -> AsyncIterator[dict[str, Any]]:
-        extra = {k: str(v) for k, v in (("run_id", run_id), ("idempotency_key", idempotency_key)) if v is not None}
-        return _views(signal, lambda abort: self.agent.run(str(prompt), abort, **extra))
+        rid, key = (None if v is None else str(v) for v in (run_id, idempotency_key))
+        return _views(signal, lambda abort: self.agent.run(str(prompt), abort, run_id=rid, idempotency_key=key))
 
     @js_facing
     def resume(self, run_id: str, signal: Any = None) -> AsyncIterator[dict[str, Any]]:

@@ -22,10 +22,12 @@ class Conversation:
 
     A user message (a prompt, results, a note) has its chat-template control tokens broken
     (``turn.neutralise``), so no text from outside can forge a turn; an assistant turn is kept
-    exactly as generated."""
+    exactly as generated. ``taint`` is where content from outside first came in
+    (``{"source": tool, "at": call id}``), or ``None``: it stays until ``Agent.reset()``."""
 
     messages: list[dict[str, str]]
     calls_made: int = 0
+    taint: dict[str, str] | None = None
 
     def add(self, role: str, content: str) -> None:
         self.messages.append({"role": role, "content": content if role == "assistant" else neutralise(content)})

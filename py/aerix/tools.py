@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from .errors import AerixError
+from .trust import TrustFlag, check_trust
 from .fields import Field, fields_from_function, fields_from_map, fields_from_model, json_type, model_for, validation_text
 
 __all__ = ["Decision", "Field", "Tool", "ToolContext", "WaitingForApproval", "run_tool", "tool"]
@@ -47,7 +48,9 @@ class WaitingForApproval(BaseException):
 
 @dataclass(frozen=True)
 class ToolContext:
-    """What a running tool gets besides its input: the run's ``signal`` and the ``call_id``.
+    """What a running tool gets besides its input: the call's ``signal`` (aborted when the run
+    is aborted or times out, or the tool's own ``timeout_s`` passes), the ``call_id``, and the
+    run's ``invoker`` (an :class:`aerix.Invoker`, or ``None``).
 
     In a durable run (an Agent with a store), ``await ctx.approve(title, body)`` asks a human:
     the run pauses in ``waiting`` and, once answered, the call runs again from its start and
@@ -58,6 +61,7 @@ class ToolContext:
     call_id: str
     tool: str
     approver: Callable[..., Any] | None = field(default=None, repr=False, compare=False)
+    invoker: Any = None
 
     async def approve(self, title: str, body: str | None = None, timeout_s: float = 86400) -> Any:
         if self.approver is None:
@@ -79,6 +83,8 @@ class Tool:
         effect: bool = False,
         effect_key: Callable[[dict[str, Any]], str] | None = None,
         already_applied: Callable[[str, dict[str, Any]], Any] | None = None,
+        trust: dict[str, TrustFlag] | None = None,
+        timeout_s: float | None = None,
     ) -> None:
         self.name = name
         self.description = description
@@ -89,6 +95,8 @@ class Tool:
         self.effect = effect
         self.effect_key = effect_key
         self.already_applied = already_applied
+        self.trust = check_trust(name, trust)
+        self.timeout_s = timeout_s
 
     def __repr__(self) -> str:
         return f"Tool(name={self.name!r}, fields={list(self.fields)})"
@@ -151,6 +159,8 @@ def tool(
     effect: bool = False,
     effect_key: Callable[[dict[str, Any]], str] | None = None,
     already_applied: Callable[[str, dict[str, Any]], Any] | None = None,
+    trust: dict[str, TrustFlag] | None = None,
+    timeout_s: float | None = None,
 ) -> Any:
     """Define a tool.
 
@@ -173,8 +183,17 @@ def tool(
     and a resumed run reuses it instead of running the tool again. If the page died after the
     effect but before the record, ``already_applied(key, input)`` is asked first when given:
     a string (the result) or ``True`` means the effect happened. A throw is not recorded.
+
+    ``trust={"taint": ..., "guard_when_tainted": ...}`` marks where results come from and which
+    calls need a person once untrusted content is in the conversation (see :mod:`aerix.trust`).
+    ``timeout_s``: a call still running after this many seconds is cancelled (its ``ctx.signal``
+    aborted) and its result is ``error: timed out after N s``; the run goes on.
     """
     effects = _check_effect(name, effect, effect_key, already_applied)
+    effects["trust"] = check_trust(str(name), trust)
+    if timeout_s is not None and (isinstance(timeout_s, bool) or not isinstance(timeout_s, (int, float)) or not timeout_s > 0):
+        raise AerixError("options", f"tool {name!r}: timeout_s must be a number of seconds > 0 or None, got {timeout_s!r}")
+    effects["timeout_s"] = timeout_s
     if fn is not None:
         if run is not None or input is not None:
             raise AerixError("options", "tool(fn) takes the input from fn's signature; do not pass input= or run=")

@@ -296,10 +296,21 @@ async def test_abort_during_a_tool_skips_the_rest_and_keeps_the_conversation_who
 async def test_abort_is_passed_to_the_model_and_the_tools():
     seen = []
     signal = Abort()
-    spy = tool(name="spy", description="Spy.", input={}, run=lambda i, c: seen.append(c.signal) or "ok")
+
+    def spy_run(input, ctx):
+        seen.append((ctx.signal, ctx.signal.aborted))
+        signal.abort()  # the caller aborts while the tool runs: the tool's signal says so at once
+        seen.append((ctx.signal, ctx.signal.aborted))
+        return "ok"
+
+    spy = tool(name="spy", description="Spy.", input={}, run=spy_run)
     agent, model = agent_with([calls(("spy", {})), final("ok")], tools=[spy])
-    await agent.ask("go", signal=signal)
-    assert seen == [signal] and model.calls[0].options["signal"] is signal
+    events = await collect(agent.run("go", signal=signal))
+    # the model and the tools get the run's own signal, which follows the caller's (the run's
+    # timeout aborts it too, and must not abort the caller's object)
+    (first, before), (second, after) = seen
+    assert model.calls[0].options["signal"] is first is second
+    assert (before, after) == (False, True) and events[-1].reason == "abort"
 
 
 async def test_an_engine_error_after_abort_is_an_abort():

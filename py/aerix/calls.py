@@ -1,0 +1,159 @@
+"""The calls phase: one call's way from the model's request to the result the model sees.
+
+    permission (tool_policy) → before_call hook → taint guard → run (an effect recorded once;
+    interrupted by an abort, the run's timeout or the tool's own) → after_call hook → taint →
+    cut to ``result_chars``
+
+Every wait on a tool goes through :func:`until_aborted`, which is also how a generation is
+waited for: the awaited step runs in its own task and is cancelled the moment the signal
+aborts, so a hung tool or engine cannot outlast an abort or a timeout. A sync tool that blocks
+the thread cannot be interrupted: nothing else runs while it does.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import TYPE_CHECKING, Any
+
+from .abort import Abort
+from .events import Call, Result, Taint
+from .tools import Tool, ToolContext, run_tool
+from .trust import flag_holds
+
+if TYPE_CHECKING:
+    from .loop import Loop
+
+__all__ = ["Interrupted", "call_tool", "until_aborted"]
+
+
+class Interrupted(Exception):
+    """The awaited step was cancelled because its signal aborted."""
+
+
+async def until_aborted(awaitable: Any, signal: Abort) -> Any:
+    """Await ``awaitable`` in its own task unless ``signal`` aborts first; then cancel the task,
+    wait for it to stop, and raise :class:`Interrupted`. Cancelling the caller cancels it too."""
+    if signal.aborted:
+        close = getattr(awaitable, "close", None)
+        if close is not None:
+            close()  # a coroutine never started: close it, or Python warns it was never awaited
+        raise Interrupted
+    inner = asyncio.ensure_future(awaitable)
+    stopped: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+
+    def on_abort(_reason: str | None) -> None:
+        if not stopped.done():
+            stopped.set_result(None)
+
+    unsubscribe = signal.on_abort(on_abort)
+    try:
+        await asyncio.wait((inner, stopped), return_when=asyncio.FIRST_COMPLETED)
+    except BaseException:  # the caller was cancelled: stop the step first, then go on cancelling
+        await _stop(inner)
+        raise
+    finally:
+        unsubscribe()
+        if not stopped.done():
+            stopped.cancel()
+    if inner.done():
+        return inner.result()
+    await _stop(inner)
+    raise Interrupted
+
+
+async def _stop(task: asyncio.Future[Any]) -> None:
+    task.cancel()
+    await asyncio.wait((task,))
+    if not task.cancelled():
+        task.exception()  # retrieved, so asyncio does not report it as never retrieved
+
+
+async def call_tool(loop: Loop, call: Call) -> tuple[Call, list[Taint | Result]]:
+    """One call, as the loop runs it: the call as it ran (a hook may change its input), and the
+    events that follow it (a ``taint`` if this result is the first from outside, the result)."""
+    agent = loop.agent
+    tool = agent.tool_named(call.tool)
+    # the run's signal; a tool with its own timeout_s gets a child, which that timeout aborts alone
+    signal = loop.signal if tool.timeout_s is None else Abort.following(loop.signal)
+    ctx = ToolContext(signal=signal, call_id=call.id, tool=call.tool, approver=loop.book.approver(call.id), invoker=loop.invoker)
+    try:
+        refused = _refused_by_policy(loop, tool)
+        if refused is None:
+            answer = await agent.hooks.before(call, ctx)
+            if answer is not None and answer[0] == "input":
+                call = Call(call.id, call.tool, answer[1])
+            refused = f"refused: {answer[1]}" if answer is not None and answer[0] == "deny" else None
+        if refused is None:
+            refused = await _taint_guard(loop, tool, call, ctx)
+        taints = False
+        if refused is None:
+            try:
+                taints = await flag_holds(tool.trust["taint"], call.input, ctx)
+            except ValueError as e:
+                refused = f"error: {tool.name}: {e}"
+        text, error = await _run(loop, tool, call, ctx) if refused is None else (refused, True)
+        result = Result(call.id, call.tool, text, error)
+        replaced = await agent.hooks.after(call, result)
+        if replaced is not None:
+            result = Result(call.id, call.tool, replaced, error)
+        events: list[Taint | Result] = []
+        if taints and loop.conversation.taint is None:  # from outside: tainted before the model sees it
+            loop.conversation.taint = {"source": tool.name, "at": call.id}
+            events.append(Taint(tool.name, call.id))
+        return call, events + [_cut(result, loop.limits.result_chars)]
+    finally:
+        if signal is not loop.signal:
+            signal.close()
+
+
+def _refused_by_policy(loop: Loop, tool: Tool) -> str | None:
+    policy, name = loop.agent.tool_policy, loop.agent.name
+    if policy is None or policy(name, tool.name, loop.invoker):
+        return None
+    return f"refused: permission tool:{name}:{tool.name}"
+
+
+async def _taint_guard(loop: Loop, tool: Tool, call: Call, ctx: ToolContext) -> str | None:
+    """A guarded tool in a tainted conversation runs only once a person approved it."""
+    if loop.conversation.taint is None:
+        return None
+    try:
+        if not await flag_holds(tool.trust["guard_when_tainted"], call.input, ctx):
+            return None
+    except ValueError as e:
+        return f"error: {tool.name}: {e}"
+    if loop.agent.on_tainted == "deny":
+        return "refused: tainted run"
+    if ctx.approver is None:
+        return "refused: tainted run (approving it needs a durable run: give the Agent a store)"
+    source = loop.conversation.taint["source"]
+    body = json.dumps(call.input, ensure_ascii=False)
+    decision = await ctx.approve(f"Run {tool.name} after untrusted content from {source}?", body)
+    return None if decision.approved else f"denied: {decision.reason or 'not approved'}"
+
+
+async def _run(loop: Loop, tool: Tool, call: Call, ctx: ToolContext) -> tuple[str, bool]:
+    """Run the tool, interrupted by the call's signal; its own ``timeout_s`` aborts that alone."""
+    signal: Abort = ctx.signal
+    timer = None
+    if tool.timeout_s is not None:
+        timer = asyncio.get_running_loop().call_later(tool.timeout_s, signal.abort, "the tool timed out")
+    work = loop.book.run_effect(tool, call.input, ctx) if tool.effect else run_tool(tool, call.input, ctx)
+    try:
+        text, error = await until_aborted(work, signal)
+    except Interrupted:
+        if loop.signal.aborted:
+            raise  # the run stops: the loop closes the turn
+        return f"error: timed out after {tool.timeout_s:g} s", True
+    finally:
+        if timer is not None:
+            timer.cancel()
+    return text, error
+
+
+def _cut(result: Result, cap: int | None) -> Result:
+    if cap is None or len(result.text) <= cap:
+        return result
+    cut = f"{result.text[:cap]}\n[cut: the result was {len(result.text)} characters; this is the first {cap}]"
+    return Result(result.id, result.tool, cut, result.error)

@@ -1,0 +1,37 @@
+"""Durable runs, in one place: the record a store keeps, the checkpoints the loop writes into
+it, effects recorded once, approvals, and the lifecycle (start, resume, approve, recover,
+interrupt) that ``Agent`` delegates to.
+
+The package: ``record.py`` (the record), ``book.py`` (what the loop writes), ``lifecycle.py``
+(what ``Agent`` delegates). A run record is plain JSON data (it crosses into IndexedDB unchanged):
+
+    version      the record format, 1; a record of another version, or one that does not read
+                 as a record, is listed with status ``corrupt`` (and ``error`` saying why)
+    id, status, prompt, idempotency_key, created_at, updated_at,
+    invoker      who started the run (``Invoker.to_dict()``), or None; an invoker's idempotency
+                 keys are kept as ``<kind>:<id>/<key>``, so another invoker's same key is another run
+    checkpoint   {messages, calls_made, taint, generations, refused_in_row, tokens, elapsed_s,
+                 pending}: the conversation and the loop's state after its last generation or
+                 tool result (None: not started); ``pending`` is ``state.Pending.to_dict()``
+    ending       the ending event as a dict, once the run has ended
+    approvals    approval id -> {id, call_id, title, body, created_at, timeout_s, decision};
+                 decision {approved, reason, approver, answered_at}: an answer after
+                 ``created_at + timeout_s`` is recorded as ``approval timed out``, a denial
+
+Statuses: ``queued`` (created, not started), ``running``, ``waiting`` (an approval is pending),
+``interrupted`` (its page went away mid-run), and the ended ``completed`` (a final answer),
+``failed`` (ended turns, retries, error, timeout or tokens) and ``cancelled`` (aborted).
+
+A store that fails (raises) inside a run ends the run ``error`` with ``store failed: ...``; the
+record keeps its last checkpoint, so once the store works again ``recover`` offers the run. Outside
+a run, and for a record that cannot be read, the failure is ``AerixError(kind="store")``.
+"""
+
+from __future__ import annotations
+
+from ..tools import Decision
+from .book import Durable, default_effect_key, use_store
+from .lifecycle import Runs
+from .record import ENDED, VERSION, RunRecord, RunStatus, status_of_ending
+
+__all__ = ["ENDED", "VERSION", "Decision", "Durable", "RunRecord", "RunStatus", "Runs", "default_effect_key", "status_of_ending", "use_store"]

@@ -1,0 +1,157 @@
+"""The book the loop keeps of a durable run: checkpoints, the stop, approvals, effects.
+
+Every store call goes through :func:`use_store`, so a failing store is ``AerixError(kind="store")``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import inspect
+import itertools
+import json
+from typing import Any, Callable
+
+from ..errors import AerixError, describe
+from ..events import End, Interrupted, Waiting
+from ..loop import Stop
+from ..state import Conversation, LoopState
+from ..stores import Store
+from ..tools import Decision, Tool, ToolContext, WaitingForApproval, run_tool
+from .record import RunRecord, status_of_ending
+
+__all__ = ["Durable", "default_effect_key", "use_store"]
+
+
+class Durable:
+    """A run whose every step is written to ``store``, so it can be resumed from there."""
+
+    durable = True
+
+    def __init__(self, store: Store, record: RunRecord, clock: Callable[[], float]) -> None:
+        self.store = store
+        self.record = record
+        self.clock = clock
+        self.run_id: str | None = record.id
+
+    async def _save(self) -> None:
+        self.record.updated_at = self.clock()
+        await use_store("save_run", lambda: self.store.save_run(self.record.to_dict()))
+
+    async def checkpoint(self, conversation: Conversation, state: LoopState) -> None:
+        self.record.status = "running"
+        messages = [dict(m) for m in conversation.messages]
+        self.record.checkpoint = {"messages": messages, "calls_made": conversation.calls_made, "taint": conversation.taint, **state.to_dict()}
+        await self._save()
+
+    async def close(self, conversation: Conversation, state: LoopState, stop: Stop) -> Stop:
+        """Record the stop. An ending the store cannot record is still the run's ending (the
+        record keeps its last checkpoint, from which a resume reaches the same ending); a wait
+        it cannot record ends the run ``error``, since no one could answer it."""
+        if isinstance(stop, (Waiting, Interrupted)):
+            try:
+                await self.checkpoint(conversation, state)
+                self.record.status = "waiting" if isinstance(stop, Waiting) else "interrupted"
+                await self._save()
+            except AerixError as e:
+                return End("error", e.message)
+            return stop
+        ending = stop.to_dict()
+        try:
+            self.record.ending, self.record.status = ending, status_of_ending(ending)
+            await self._save()
+        except AerixError:
+            self.record.ending, self.record.status = None, "running"
+        return stop
+
+    async def interrupted(self) -> None:
+        if not self.record.ended and self.record.status != "waiting":
+            self.record.status = "interrupted"
+            await self._save()
+
+    def approver(self, call_id: str) -> Callable[..., Any]:
+        """``ctx.approve`` for one execution of one call: its n-th question is ``<call id>.<n>``,
+        so a call that runs again from its start meets its earlier questions by the same ids."""
+        counter = itertools.count(1)
+
+        async def approve(title: str, body: str | None, timeout_s: float) -> Decision:
+            approval_id = f"{call_id}.{next(counter)}"
+            approval = self.record.approvals.get(approval_id)
+            if approval is None:
+                approval = {
+                    "id": approval_id,
+                    "call_id": call_id,
+                    "title": str(title),
+                    "body": None if body is None else str(body),
+                    "created_at": self.clock(),
+                    "timeout_s": float(timeout_s),
+                    "decision": None,
+                }
+                self.record.approvals[approval_id] = approval
+                raise WaitingForApproval(approval)
+            if approval["decision"] is None:
+                if self.clock() - approval["created_at"] < approval["timeout_s"]:
+                    raise WaitingForApproval(approval)
+                approval["decision"] = {"approved": False, "reason": "approval timed out"}
+                await self._save()
+            return Decision(approval["decision"]["approved"], approval["decision"].get("reason"))
+
+        return approve
+
+    async def run_effect(self, tool: Tool, input: Any, ctx: ToolContext) -> tuple[str, bool]:
+        """An effect tool's result: recorded once, reused on resume; a failure is not recorded.
+
+        The key is made from the checked input: ``tool.effect_key(input)``, or by default the
+        run, the call and the input (so two identical calls in one turn are two effects)."""
+        try:
+            checked = tool.check(input)
+        except ValueError as e:
+            return f"error: invalid input for {tool.name}: {e}", True
+        try:
+            key = tool.effect_key(checked) if tool.effect_key else default_effect_key(self.run_id, ctx.call_id, tool.name, checked)
+            if not isinstance(key, str):
+                raise TypeError(f"it returned {type(key).__name__}, not a string")
+        except Exception as e:
+            return f"error: effect_key of {tool.name} failed: {describe(e)}", True
+        recorded = await use_store("get_effect", lambda: self.store.get_effect(key))
+        if recorded is not None:
+            return recorded, False
+        prior = await self._already_applied(tool, key, checked)
+        if isinstance(prior, tuple):
+            return prior
+        if prior is not None:
+            await use_store("put_effect", lambda: self.store.put_effect(key, prior))
+            return prior, False
+        text, error = await run_tool(tool, checked, ctx)
+        if not error:
+            await use_store("put_effect", lambda: self.store.put_effect(key, text))
+        return text, error
+
+    async def _already_applied(self, tool: Tool, key: str, input: dict[str, Any]) -> str | tuple[str, bool] | None:
+        """``tool.already_applied``'s answer: the result text if it was applied (``True`` or a
+        non-empty text), ``None`` if not (anything else), an error result if it failed."""
+        if tool.already_applied is None:
+            return None
+        try:
+            prior = tool.already_applied(key, input)
+            if inspect.isawaitable(prior):
+                prior = await prior
+        except Exception as e:
+            return f"error: could not tell whether {tool.name} already ran: {e}", True
+        if prior is True:
+            return f"{tool.name} had already been applied"
+        return prior if isinstance(prior, str) and prior else None
+
+
+def default_effect_key(run_id: str | None, call_id: str, tool: str, input: Any) -> str:
+    digest = hashlib.sha256(json.dumps(input, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
+    return f"{run_id}:{call_id}:{tool}:{digest}"
+
+
+async def use_store(what: str, call: Callable[[], Any]) -> Any:
+    """Await one store method; its failure becomes ``AerixError(kind="store")`` naming it."""
+    try:
+        return await call()
+    except AerixError:
+        raise
+    except Exception as e:
+        raise AerixError("store", f"store failed: {what}: {describe(e)}") from None

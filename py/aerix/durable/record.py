@@ -1,0 +1,116 @@
+"""A durable run's record: what a store keeps, its statuses, and how a record is read."""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from ..errors import AerixError
+
+__all__ = ["ENDED", "VERSION", "RunRecord", "RunStatus", "status_of_ending"]
+
+RunStatus = Literal["queued", "running", "waiting", "completed", "failed", "cancelled", "interrupted", "corrupt"]
+ENDED = frozenset({"completed", "failed", "cancelled"})
+VERSION = 1
+_STATUSES = ("queued", "running", "waiting", "completed", "failed", "cancelled", "interrupted")
+
+
+@dataclass
+class RunRecord:
+    """One durable run, as a store keeps it."""
+
+    id: str
+    prompt: str
+    status: RunStatus = "queued"
+    idempotency_key: str | None = None
+    created_at: float = 0.0
+    updated_at: float = 0.0
+    checkpoint: dict[str, Any] | None = None
+    ending: dict[str, Any] | None = None
+    approvals: dict[str, dict[str, Any]] = field(default_factory=dict)
+    invoker: dict[str, Any] | None = None
+    error: str | None = None  # why a ``corrupt`` record could not be read
+
+    def to_dict(self) -> dict[str, Any]:
+        return copy.deepcopy(
+            {
+                "version": VERSION,
+                "id": self.id,
+                "prompt": self.prompt,
+                "status": self.status,
+                "idempotency_key": self.idempotency_key,
+                "created_at": self.created_at,
+                "updated_at": self.updated_at,
+                "checkpoint": self.checkpoint,
+                "ending": self.ending,
+                "approvals": self.approvals,
+                "invoker": self.invoker,
+            }
+        )
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> RunRecord:
+        """The record ``data`` holds; ``AerixError(kind="store")`` naming what is wrong if it
+        does not read as a record of this version."""
+        why = _unreadable(data)
+        if why is not None:
+            name = data.get("id") if isinstance(data, dict) else None
+            raise AerixError("store", f"run record {name!r} is corrupt: {why}")
+        data = copy.deepcopy(data)
+        return cls(
+            id=data["id"],
+            prompt=data["prompt"],
+            status=data.get("status", "queued"),
+            idempotency_key=data.get("idempotency_key"),
+            created_at=data.get("created_at", 0.0),
+            updated_at=data.get("updated_at", 0.0),
+            checkpoint=data.get("checkpoint"),
+            ending=data.get("ending"),
+            approvals=data.get("approvals") or {},
+            invoker=data.get("invoker"),
+        )
+
+    @property
+    def ended(self) -> bool:
+        return self.status in ENDED
+
+    def pending_approval(self) -> dict[str, Any] | None:
+        """The approval the run waits on, if any."""
+        for a in self.approvals.values():
+            if a.get("decision") is None:
+                return a
+        return None
+
+    def overdue(self, now: float) -> bool:
+        """Whether the approval it waits on is past its deadline (resuming it denies the call)."""
+        a = self.pending_approval()
+        return a is not None and now - a["created_at"] >= a["timeout_s"]
+
+
+def _unreadable(data: Any) -> str | None:
+    """Why ``data`` is not a run record this code can read, or ``None``."""
+    if not isinstance(data, dict):
+        return f"a record is an object, not {type(data).__name__}"
+    if data.get("version", VERSION) != VERSION:
+        return f"version {data.get('version')!r} (this aerix reads version {VERSION})"
+    kinds: dict[str, type | tuple[type, ...]] = {"id": str, "prompt": str, "status": str, "checkpoint": (dict, type(None)), "ending": (dict, type(None)), "approvals": (dict, type(None)), "invoker": (dict, type(None))}
+    for key, kind in kinds.items():
+        if key in data and not isinstance(data[key], kind):
+            return f"{key!r} is {type(data[key]).__name__}"
+    if not isinstance(data.get("id"), str) or not isinstance(data.get("prompt"), str):
+        return "it needs an 'id' and a 'prompt' string"
+    if data.get("status", "queued") not in _STATUSES:
+        return f"unknown status {data.get('status')!r}"
+    checkpoint = data.get("checkpoint")
+    if checkpoint is not None and not (isinstance(checkpoint.get("messages"), list) and checkpoint["messages"]):
+        return "its checkpoint has no messages"
+    if checkpoint is None and data.get("status", "queued") not in ("queued", *ENDED):
+        return f"the run is {data['status']} but has no checkpoint"
+    return None
+
+
+def status_of_ending(ending: dict[str, Any]) -> RunStatus:
+    if ending["type"] == "final":
+        return "completed"
+    return "cancelled" if ending.get("reason") == "abort" else "failed"

@@ -1,0 +1,19 @@
+"""The areas, by name, in the order they run: each module's ``draw(rng) -> Case``."""
+
+from __future__ import annotations
+
+import random
+from typing import Callable
+
+from . import engine_protocol, model_output, sse_bodies, store_faults, tool_faults
+from .harness import Case
+
+__all__ = ["AREAS"]
+
+AREAS: dict[str, Callable[[random.Random], Case]] = {
+    "model": model_output.draw,
+    "engine": engine_protocol.draw,
+    "tools": tool_faults.draw,
+    "store": store_faults.draw,
+    "sse": sse_bodies.draw,
+}

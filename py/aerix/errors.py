@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-__all__ = ["AerixError", "ErrorKind", "describe"]
+__all__ = ["AerixError", "ErrorKind", "describe", "message_of"]
 
 ErrorKind = Literal["options", "busy", "end", "engine", "store", "output", "abort"]
 _KINDS = ("options", "busy", "end", "engine", "store", "output", "abort")
@@ -58,5 +58,14 @@ class AerixError(Exception):
 
 def describe(e: BaseException) -> str:
     """An exception as one line for people: its type, and its message when it has one."""
-    text = str(e).strip()
+    text = message_of(e)
     return f"{type(e).__name__}: {text}" if text else type(e).__name__
+
+
+def message_of(e: BaseException) -> str:
+    """``str(e)``, stripped; an exception whose ``__str__`` itself fails says so instead."""
+    try:
+        text = str(e)
+    except Exception:
+        return f"(its message could not be read: {type(e).__name__}.__str__ failed)"
+    return text.strip() if isinstance(text, str) else ""

@@ -14,7 +14,7 @@ from typing import Any, Callable, Literal
 
 from .errors import AerixError
 
-__all__ = ["FIELD_TYPES", "Field", "NO_DEFAULT", "fields_from_function", "fields_from_map", "fields_from_model", "json_type", "model_for", "validation_text"]
+__all__ = ["FIELD_TYPES", "Field", "NO_DEFAULT", "fields_from_function", "fields_from_map", "fields_from_model", "json_type", "model_for", "nests_deeper", "validation_text"]
 
 FIELD_TYPES: dict[str, type] = {"string": str, "number": float, "integer": int, "boolean": bool}
 _PY_TYPES = {str: "string", float: "number", int: "integer", bool: "boolean"}
@@ -178,3 +178,15 @@ def json_type(value: Any) -> str:
     return {list: "an array", str: "a string", bool: "a boolean", int: "a number", float: "a number"}.get(
         type(value), "null" if value is None else type(value).__name__
     )
+
+
+def nests_deeper(value: Any, limit: int) -> bool:
+    """Whether lists, tuples and dicts in ``value`` nest deeper than ``limit``, without recursion."""
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, (list, tuple, dict)):
+            if depth > limit:
+                return True
+            stack.extend((v, depth + 1) for v in (item.values() if isinstance(item, dict) else item))
+    return False

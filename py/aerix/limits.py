@@ -11,6 +11,8 @@ from dataclasses import dataclass, fields
 from typing import Any, Callable
 
 from .errors import AerixError, describe
+from .fields import nests_deeper
+from .turn import MAX_DEPTH
 
 __all__ = ["HookFailed", "Hooks", "Limits"]
 
@@ -158,6 +160,8 @@ def _reply(hook: str, value: Any, *keys: str) -> tuple[str, Any] | str | None:
                 raise HookFailed(f"{hook} hook returned {key!r} with a {type(arg).__name__}; it must be a string")
             if key == "input" and not isinstance(arg, dict):
                 raise HookFailed(f"{hook} hook returned 'input' with a {type(arg).__name__}; it must be a dict")
+            if key == "input" and nests_deeper(arg, MAX_DEPTH):
+                raise HookFailed(f"{hook} hook returned an 'input' nested deeper than {MAX_DEPTH} levels")
             return (key, arg) if len(keys) > 1 else arg
     allowed = " or ".join(f"{{{k!r}: ...}}" for k in keys)
     raise HookFailed(f"{hook} hook returned {value!r}; expected None or {allowed}")

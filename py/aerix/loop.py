@@ -18,6 +18,7 @@ consuming task is cancelled).
 from __future__ import annotations
 
 import asyncio
+import inspect
 from contextlib import aclosing
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, AsyncGenerator, Callable, Protocol, Union
@@ -358,6 +359,10 @@ def _usage(done: dict[str, Any]) -> Usage | None:
 
 async def _iterate(source: Any) -> AsyncGenerator[Any, None]:
     """Wrap the model's iterator so closing ours closes theirs (a closed stream stops the engine)."""
+    if not hasattr(source, "__aiter__"):
+        if inspect.iscoroutine(source):
+            source.close()  # an `async def chat` that returns: closed, so Python does not warn
+        raise TypeError(f"model.chat must return an async iterator (an async generator), got {type(source).__name__}")
     cancelled = False
     try:
         async for item in source:

@@ -14,9 +14,9 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from .errors import AerixError
+from .errors import AerixError, message_of
 from .trust import TrustFlag, check_trust
-from .fields import Field, fields_from_function, fields_from_map, fields_from_model, json_type, model_for, validation_text
+from .fields import Field, nests_deeper, fields_from_function, fields_from_map, fields_from_model, json_type, model_for, validation_text
 
 __all__ = ["Decision", "Field", "Tool", "ToolContext", "WaitingForApproval", "run_tool", "tool"]
 
@@ -140,7 +140,7 @@ async def run_tool(tool: Tool, input: Any, ctx: ToolContext) -> tuple[str, bool]
         return f"error: {_message(e)}", True
     if isinstance(value, str):
         return value, False
-    if _nests_deeper(value, RESULT_DEPTH):  # json.dumps would overflow the stack first in Pyodide
+    if nests_deeper(value, RESULT_DEPTH):  # json.dumps would overflow the stack first in Pyodide
         return f"error: {tool.name} returned a value nested deeper than {RESULT_DEPTH} levels", True
     try:
         return json.dumps(value, ensure_ascii=False), False
@@ -268,18 +268,5 @@ def _adapt_run(run: Callable[..., Any]) -> Callable[[dict[str, Any], ToolContext
     return run
 
 
-def _nests_deeper(value: Any, limit: int) -> bool:
-    """Whether lists, tuples and dicts in ``value`` nest deeper than ``limit``, without recursion."""
-    stack = [(value, 1)]
-    while stack:
-        item, depth = stack.pop()
-        if isinstance(item, (list, tuple, dict)):
-            if depth > limit:
-                return True
-            stack.extend((v, depth + 1) for v in (item.values() if isinstance(item, dict) else item))
-    return False
-
-
 def _message(e: BaseException) -> str:
-    text = str(e).strip()
-    return text if text else type(e).__name__
+    return message_of(e) or type(e).__name__

@@ -30,7 +30,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Callable, Literal
 
-from .errors import AerixError
+from .errors import AerixError, describe
 
 __all__ = ["Invoker", "ToolPolicy", "TrustFlag", "has_permission", "require_tool_permission"]
 
@@ -147,7 +147,7 @@ async def flag_holds(flag: TrustFlag, input: Any, ctx: Any) -> bool:
         if inspect.isawaitable(value):
             value = await value
     except Exception as e:
-        raise ValueError(f"its trust function failed: {type(e).__name__}: {e}") from None
+        raise ValueError(f"its trust function failed: {describe(e)}") from None
     if not isinstance(value, bool):
         raise ValueError(f"its trust function answered {value!r}, not True or False")
     return value

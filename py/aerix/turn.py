@@ -30,6 +30,7 @@ __all__ = [
     "TurnRefused",
     "cut_note",
     "neutralise",
+    "nests_too_deep",
     "parse_turn",
     "refused_note",
     "results_message",
@@ -113,7 +114,7 @@ def parse_turn(text: str, tool_names: Sequence[str] | frozenset[str]) -> ParsedT
     included), an unknown tool, an empty calls list, or a reply that is neither calls nor final. Keeps the first 8 calls and cuts the
     thought to 600 characters."""
     body = _unfence(text)
-    if _nests_too_deep(body):  # before parsing: deep JSON overflows the stack in Pyodide first
+    if nests_too_deep(body):  # before parsing: deep JSON overflows the stack in Pyodide first
         raise TurnRefused(f"bad json: the reply nests deeper than {MAX_DEPTH} levels")
     try:
         data = json.loads(body, parse_float=_finite, parse_constant=_no_constant)
@@ -159,7 +160,7 @@ class _OutOfRange(ValueError):
 _STRINGS = re.compile(r'"(?:[^"\\]|\\.)*"')
 
 
-def _nests_too_deep(text: str) -> bool:
+def nests_too_deep(text: str) -> bool:
     """Whether the JSON in ``text`` opens more than ``MAX_DEPTH`` objects or arrays at once
     (brackets inside strings do not count); linear in the text, and free for a short reply."""
     if text.count("{") + text.count("[") <= MAX_DEPTH:

@@ -275,3 +275,127 @@ async def test_a_run_still_held_by_its_consumer_is_busy():
         agent.run("two")
     assert e.value.kind == "busy"
     await stream.aclose()
+
+
+# -- found by make fuzz (F1-F9) ------------------------------------------------------------------
+
+
+class _BadStr(Exception):
+    def __str__(self):
+        raise ZeroDivisionError
+
+
+async def test_an_exception_whose_str_raises_does_not_escape():
+    async def broken(i, c):
+        raise _BadStr()
+
+    bad = tool(name="bad", description="Bad.", input={}, run=broken)
+    events = await collect(Agent(model=ScriptedModel([calls(("bad", {})), final("ok")]), tools=[bad]).run("go"))
+    assert events[-1].type == "final" and "could not be read" in next(e for e in events if e.type == "result").text
+    events = await collect(Agent(model=ScriptedModel([_BadStr()])).run("go"))
+    assert events[-1].type == "end" and events[-1].reason == "error"
+
+
+async def test_a_hook_input_nested_too_deep_ends_the_run_error():
+    deep: dict = {}
+    for _ in range(2000):
+        deep = {"a": deep}
+    hooks = Hooks(before_call=lambda call: {"input": deep})
+    events = await collect(Agent(model=ScriptedModel([calls(("clock", {}))]), tools=[clock_tool()], hooks=hooks).run("go"))
+    assert events[-1].type == "end" and "nested deeper" in events[-1].message
+    assert all(e.to_dict() for e in events)
+
+
+async def test_a_sse_frame_nested_too_deep_is_an_error_not_a_recursion():
+    from aerix.engines.openai import MockTransport, OpenAIModel
+    from aerix.engines.openai.transports import Response
+
+    body = b"data: " + b"[" * 50_000 + b"\n\n"
+    model = OpenAIModel("http://server.test/v1", "m", transport=MockTransport(lambda r: Response(200, {"content-type": "text/event-stream"}, [body])), retries=0)
+    events = await collect(Agent(model=model).run("go"))
+    assert events[-1].reason == "error" and "recursion" not in events[-1].message.lower()
+
+
+async def test_a_bearer_token_in_headers_is_redacted_when_the_server_echoes_it():
+    from aerix.engines.openai import MockTransport, OpenAIModel
+    from aerix.engines.openai.transports import Response
+
+    said = b'{"error": {"message": "Incorrect API key provided: sk-fuzz-SECRET"}}'
+    model = OpenAIModel("http://server.test/v1", "m", headers={"Authorization": "Bearer sk-fuzz-SECRET"}, transport=MockTransport(lambda r: Response(401, {"content-type": "application/json"}, [said])), retries=0)
+    events = await collect(Agent(model=model).run("go"))
+    assert events[-1].reason == "error" and "sk-fuzz-SECRET" not in events[-1].message
+
+
+class _OddStore(MemoryStore):
+    def __init__(self, **answers):
+        super().__init__()
+        self.answers = answers
+
+    async def get_effect(self, key):
+        return self.answers.get("get_effect", await MemoryStore.get_effect(self, key))
+
+    async def list_runs(self):
+        if "list_runs" in self.answers:
+            return self.answers["list_runs"]
+        return await MemoryStore.list_runs(self)
+
+    async def create_run(self, run):
+        if "create_run" in self.answers:
+            raise self.answers["create_run"]
+        return await MemoryStore.create_run(self, run)
+
+    async def get_run(self, run_id):
+        if "get_run" in self.answers:
+            return self.answers["get_run"]
+        return await MemoryStore.get_run(self, run_id)
+
+
+@pytest.mark.parametrize("answers", [{"create_run": AerixError("engine", "not mine")}, {"get_run": None}, {"get_effect": 5}])
+async def test_a_store_that_answers_out_of_contract_ends_the_run_error(answers):
+    send = tool(name="send", description="Send.", input={}, run=lambda i, c: "sent", effect=True)
+    agent = Agent(model=ScriptedModel([calls(("send", {})), final("ok")]), tools=[send], store=_OddStore(**answers))
+    events = await collect(agent.run("go"))
+    assert events[-1].type == "end" and events[-1].reason == "error" and "store failed" in events[-1].message
+
+
+async def test_a_store_listing_no_list_is_a_store_error():
+    agent = Agent(model=ScriptedModel([]), store=_OddStore(list_runs=None))
+    for call in (agent.runs, agent.recover):
+        with pytest.raises(AerixError) as e:
+            await call()
+        assert e.value.kind == "store"
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        lambda cp, rec: cp.pop("calls_made"),
+        lambda cp, rec: cp.update(pending={"turn": 1, "final": None}),
+        lambda cp, rec: cp["messages"].__setitem__(0, None),
+        lambda cp, rec: cp["messages"][0].__setitem__("content", 5),
+        lambda cp, rec: rec.update(ending={"type": "nope"}),
+    ],
+)
+async def test_a_record_damaged_inside_is_corrupt_not_a_crash(damage):
+    async def asking(i, c):
+        return await c.approve("ok?")
+
+    store = MemoryStore()
+    agent = Agent(model=ScriptedModel([calls(("ask", {})), final("ok")]), tools=[tool(name="ask", description="Asks.", input={}, run=asking)], store=store)
+    waiting = (await collect(agent.run("go")))[-1]
+    record = store._runs[waiting.run_id]
+    damage(record["checkpoint"], record)
+    (listed,) = await agent.runs()
+    assert listed.status == "corrupt" and await agent.recover() == []
+    with pytest.raises(AerixError) as e:
+        await collect(agent.resume(waiting.run_id))
+    assert e.value.kind == "store"
+
+
+async def test_an_async_def_chat_is_an_error_and_its_coroutine_is_closed():
+    class Wrong:
+        async def chat(self, messages, options):
+            return {"type": "done"}
+
+    events = await collect(Agent(model=Wrong()).run("go"))  # filterwarnings=error: a never-awaited coroutine fails
+    assert events[-1].reason == "error" and "async iterator" in events[-1].message

@@ -112,7 +112,7 @@ class Durable:
                 raise TypeError(f"it returned {type(key).__name__}, not a string")
         except Exception as e:
             return f"error: effect_key of {tool.name} failed: {describe(e)}", True
-        recorded = await use_store("get_effect", lambda: self.store.get_effect(key))
+        recorded = await use_store("get_effect", lambda: self.store.get_effect(key), (str, type(None)))
         if recorded is not None:
             return recorded, False
         prior = await self._already_applied(tool, key, checked)
@@ -147,11 +147,17 @@ def default_effect_key(run_id: str | None, call_id: str, tool: str, input: Any) 
     return f"{run_id}:{call_id}:{tool}:{digest}"
 
 
-async def use_store(what: str, call: Callable[[], Any]) -> Any:
-    """Await one store method; its failure becomes ``AerixError(kind="store")`` naming it."""
+async def use_store(what: str, call: Callable[[], Any], returns: type | tuple[type, ...] | None = None) -> Any:
+    """Await one store method; its failure, or an answer that is not ``returns``, becomes
+    ``AerixError(kind="store")`` naming it."""
     try:
-        return await call()
-    except AerixError:
-        raise
+        value = await call()
+    except AerixError as e:
+        if e.kind == "store":
+            raise
+        raise AerixError("store", f"store failed: {what}: {e.message}") from None
     except Exception as e:
         raise AerixError("store", f"store failed: {what}: {describe(e)}") from None
+    if returns is not None and not isinstance(value, returns):
+        raise AerixError("store", f"store failed: {what} answered a {type(value).__name__}")
+    return value

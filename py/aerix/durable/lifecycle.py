@@ -35,7 +35,7 @@ class Runs:
         key = idempotency_key if invoker is None or idempotency_key is None else f"{invoker.kind}:{invoker.id}/{idempotency_key}"
         snapshot = None if invoker is None else invoker.to_dict()
         record = RunRecord(run_id or uuid.uuid4().hex, prompt, "queued", key, now, now, invoker=snapshot)
-        found = RunRecord.from_dict(await use_store("create_run", lambda: self.store.create_run(record.to_dict())))
+        found = RunRecord.from_dict(await use_store("create_run", lambda: self.store.create_run(record.to_dict()), dict))
         named = f"idempotency key {idempotency_key!r}" if key is not None and found.idempotency_key == key else f"run id {found.id!r}"
         if found.prompt != prompt:  # a key names one request: another prompt is another run
             raise AerixError("options", f"{named} belongs to run {found.id}, started with the prompt {found.prompt!r}, not {prompt!r}")
@@ -51,18 +51,26 @@ class Runs:
                 raise
             yield End("error", e.message)  # the run could not even be written down
             return
-        async with aclosing(self.resume(record.id, signal)) as events:
+        async with aclosing(self.resume(record.id, signal, just_started=True)) as events:
             async for ev in events:
                 yield ev
 
-    async def resume(self, run_id: str, signal: Any) -> AsyncGenerator[Event, None]:
+    async def resume(self, run_id: str, signal: Any, just_started: bool = False) -> AsyncGenerator[Event, None]:
         """Restore the run from its checkpoint (or start it from the agent's conversation) and
-        drive the loop; a run already ended yields its ending again."""
+        drive the loop; a run already ended yields its ending again. A run that ``run()`` has
+        just started and cannot read back ends ``error``: ``run()`` never raises once it began."""
         agent = self.agent
         await agent._claim()
         run: Durable | None = None
         try:
-            record = await self.load(run_id)
+            try:
+                record = await self.load(run_id)
+            except AerixError as e:
+                if not just_started:
+                    raise
+                lost = e.message if e.kind == "store" else f"store failed: the run {run_id} it had just created is not in it"
+                yield End("error", lost)
+                return
             if record.ended:
                 assert record.ending is not None
                 yield event_from_dict(record.ending)
@@ -118,7 +126,7 @@ class Runs:
                 yield ev
 
     async def get(self, run_id: str) -> RunRecord | None:
-        data = await use_store("get_run", lambda: self.store.get_run(run_id))
+        data = await use_store("get_run", lambda: self.store.get_run(run_id), (dict, type(None)))
         return RunRecord.from_dict(data) if data is not None else None
 
     async def load(self, run_id: str) -> RunRecord:
@@ -130,7 +138,7 @@ class Runs:
     async def all(self) -> list[RunRecord]:
         """Every run, oldest first; a record that does not read is listed as ``corrupt``."""
         out = []
-        for data in await use_store("list_runs", lambda: self.store.list_runs()):
+        for data in await use_store("list_runs", lambda: self.store.list_runs(), list):
             try:
                 out.append(RunRecord.from_dict(data))
             except AerixError as e:

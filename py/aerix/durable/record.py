@@ -7,6 +7,8 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from ..errors import AerixError
+from ..events import End, Final, event_from_dict
+from ..state import Pending
 
 __all__ = ["ENDED", "VERSION", "RunRecord", "RunStatus", "status_of_ending"]
 
@@ -102,12 +104,61 @@ def _unreadable(data: Any) -> str | None:
         return "it needs an 'id' and a 'prompt' string"
     if data.get("status", "queued") not in _STATUSES:
         return f"unknown status {data.get('status')!r}"
-    checkpoint = data.get("checkpoint")
-    if checkpoint is not None and not (isinstance(checkpoint.get("messages"), list) and checkpoint["messages"]):
-        return "its checkpoint has no messages"
+    checkpoint, ending = data.get("checkpoint"), data.get("ending")
     if checkpoint is None and data.get("status", "queued") not in ("queued", *ENDED):
         return f"the run is {data['status']} but has no checkpoint"
+    if checkpoint is not None:
+        why = _unreadable_checkpoint(checkpoint)
+        if why is not None:
+            return f"its checkpoint {why}"
+    if ending is not None and not _reads_as(ending, (Final, End)):
+        return f"its ending {_short(ending)} is not a final or end event"
+    if data.get("status") in ENDED and ending is None:
+        return f"the run is {data['status']} but has no ending"
     return None
+
+
+def _unreadable_checkpoint(checkpoint: dict[str, Any]) -> str | None:
+    messages = checkpoint.get("messages")
+    if not isinstance(messages, list) or not messages:
+        return "has no messages"
+    if not all(isinstance(m, dict) and isinstance(m.get("role"), str) and isinstance(m.get("content"), str) for m in messages):
+        return "holds a message that is not {role, content} strings"
+    if messages[0]["role"] != "system":
+        return "does not start with the system message"
+    numbers: dict[str, type | tuple[type, ...]] = {"calls_made": int, "generations": int, "refused_in_row": int, "tokens": int, "elapsed_s": (int, float)}
+    for key, kind in numbers.items():
+        if not isinstance(checkpoint.get(key), kind) or isinstance(checkpoint.get(key), bool):
+            return f"has no number {key!r}"
+    taint = checkpoint.get("taint")
+    if taint is not None and not (isinstance(taint, dict) and all(isinstance(taint.get(k), str) for k in ("source", "at"))):
+        return f"has a taint {_short(taint)} that is not {{source, at}}"
+    pending = checkpoint.get("pending")
+    if pending is not None and not _pending_reads(pending):
+        return f"has a pending turn {_short(pending)} that does not read"
+    return None
+
+
+def _pending_reads(pending: Any) -> bool:
+    try:
+        turn = Pending.from_dict(pending)
+    except (KeyError, TypeError, ValueError, AttributeError):
+        return False
+    calls_ok = all(isinstance(c.id, str) and isinstance(c.tool, str) and isinstance(c.input, dict) for c in turn.turn.calls)
+    results_ok = all(isinstance(r.id, str) and isinstance(r.text, str) and isinstance(r.error, bool) for r in turn.results)
+    final_ok = turn.final is None or isinstance(turn.final, str)
+    return isinstance(turn.turn.turn, int) and calls_ok and results_ok and final_ok and len(turn.results) <= len(turn.turn.calls)
+
+
+def _reads_as(data: Any, kinds: tuple[type, ...]) -> bool:
+    try:
+        return isinstance(event_from_dict(data), kinds)
+    except (KeyError, TypeError, ValueError, AttributeError):
+        return False
+
+
+def _short(value: Any) -> str:
+    return repr(value)[:80]
 
 
 def status_of_ending(ending: dict[str, Any]) -> RunStatus:

@@ -87,7 +87,9 @@ class Secrets:
 
     def __init__(self, api_key: str | None, base_url: str, headers: dict[str, str] | None = None) -> None:
         strict = [api_key or ""]
-        strict += [str(v) for k, v in (headers or {}).items() if any(w in str(k).lower() for w in _CREDENTIAL_HEADERS)]
+        credentials = [str(v).strip() for k, v in (headers or {}).items() if any(w in str(k).lower() for w in _CREDENTIAL_HEADERS)]
+        # a credential header's whole value, and its token after a scheme ("Bearer sk-...")
+        strict += credentials + [v.split(None, 1)[1] for v in credentials if len(v.split(None, 1)) == 2]
         _, userinfo, _, query, fragment = _parts(base_url)
         name, colon, password = userinfo.partition(":")
         strict += [userinfo, password, fragment] if colon else [fragment]

@@ -37,6 +37,7 @@ import json
 from dataclasses import dataclass, field, fields
 from typing import Any, Final, Literal, Sequence, Union
 
+from ...turn import nests_too_deep
 from .sse import ServerSentEvent
 
 __all__ = [
@@ -161,6 +162,8 @@ class StreamState:
         if not data:
             return []  # an empty keep-alive frame
         try:
+            if nests_too_deep(data):  # before parsing: deep JSON overflows Pyodide's stack first
+                raise ValueError("nested too deep")
             chunk = json.loads(data)
         except ValueError:
             return self.fail(StreamError(f"the server sent a frame that is not JSON: {data[:200]!r}"))
@@ -316,6 +319,8 @@ def _short(value: Any) -> str:
 
 
 def _json_or_text(text: str) -> Any:
+    if nests_too_deep(text):
+        return text[:200]
     try:
         return json.loads(text)
     except ValueError:

@@ -3,15 +3,26 @@
  *
  *   const store = openStore("aerix");          // usable at once; the database opens in the background
  *   await store.createRun(json);                // or the existing run with its idempotency key
+ *   await store.acquireLease("run:r1", holder, expiresAt, now);   // true: holder runs r1 now
  *
- * Run records (py/aerix/runs.py) cross as JSON text, so what Python wrote comes back exactly
+ * Run records (py/aerix/durable.py) cross as JSON text, so what Python wrote comes back exactly
  * (JavaScript would turn None into undefined and drop it); effects are strings by key. Each
  * method is one IndexedDB transaction, so `createRun` with an idempotency key is atomic.
+ *
+ * Leases (one executor per run) are records in the `leases` object store, checked and written
+ * in one readwrite transaction: IndexedDB runs readwrite transactions on one object store one
+ * after another, across tabs too. A lease held in this tab is also a Web Lock,
+ * `aerix-lease:<database>:<lease name>` (`navigator.locks`), held until `releaseLease` or until
+ * the tab goes: every live holder holds its Web Lock, so a tab that obtains it may take the
+ * lease whatever the record says (its holder's tab was closed or reloaded), and one that cannot
+ * obtain it is refused; `getLease` does not report a record whose Web Lock nobody holds. Within
+ * a tab the record decides (holders there share the Web Lock). Without `navigator.locks` the
+ * record alone decides.
  *
  * @module store
  */
 
-const VERSION = 1;
+const VERSION = 2; // 2: leases
 
 function request(req) {
   return new Promise((resolve, reject) => {
@@ -22,14 +33,22 @@ function request(req) {
 
 function open(name) {
   const req = indexedDB.open(name, VERSION);
-  req.onupgradeneeded = () => {
+  // Each step upgrades from the version before it, so a database made by an older page keeps its runs.
+  req.onupgradeneeded = (event) => {
     const db = req.result;
-    const runs = db.createObjectStore("runs", { keyPath: "id" });
-    runs.createIndex("idempotency_key", "idempotency_key", { unique: true });
-    runs.createIndex("created_at", "created_at");
-    db.createObjectStore("effects");
+    if (event.oldVersion < 1) {
+      const runs = db.createObjectStore("runs", { keyPath: "id" });
+      runs.createIndex("idempotency_key", "idempotency_key", { unique: true });
+      runs.createIndex("created_at", "created_at");
+      db.createObjectStore("effects");
+    }
+    if (event.oldVersion < 2) db.createObjectStore("leases", { keyPath: "name" });
   };
-  return request(req);
+  return request(req).then((db) => {
+    // a newer page (another tab) upgrading the database, or destroy(): let it go on
+    db.onversionchange = () => db.close();
+    return db;
+  });
 }
 
 // What IndexedDB keeps of a run: the fields it indexes, and the record as JSON text.
@@ -38,6 +57,36 @@ function row(json) {
   const out = { id: run.id, created_at: run.created_at ?? 0, json };
   if (run.idempotency_key != null) out.idempotency_key = run.idempotency_key; // null cannot be indexed
   return out;
+}
+
+// -- leases: Web Locks held in this tab, and one queue per lease -----------------------------
+
+/** Web Locks this tab holds, by lock name: `{ holder, release }` (shared by every openStore here). */
+const heldLocks = new Map();
+const queues = new Map();
+
+/** Run `body` after every earlier call queued on `key` has settled: one lease step at a time per tab. */
+function serially(key, body) {
+  const run = (queues.get(key) ?? Promise.resolve()).then(body);
+  const tail = run.then(
+    () => {},
+    () => {},
+  );
+  queues.set(key, tail);
+  tail.then(() => queues.get(key) === tail && queues.delete(key));
+  return run;
+}
+
+/** The Web Lock `lockName` if it is free now, as a function that releases it; null if it is held elsewhere. */
+function takeWebLock(lockName) {
+  return new Promise((resolve, reject) => {
+    navigator.locks
+      .request(lockName, { ifAvailable: true }, (lock) => {
+        if (!lock) return resolve(null);
+        return new Promise((release) => resolve(release)); // held until release() is called
+      })
+      .catch(reject);
+  });
 }
 
 /**
@@ -77,10 +126,71 @@ export function openStore(name = "aerix") {
         const all = await request(t.objectStore("runs").index("created_at").getAll());
         return all.sort((a, b) => a.created_at - b.created_at || (a.id < b.id ? -1 : 1)).map((r) => r.json);
       }),
+    /**
+     * Take the lease `lease` for `holder` until `expiresAt` if it is free (see Store in
+     * py/aerix/stores/__init__.py); `now` is the caller's clock. Resolves to whether `holder` holds it now.
+     */
+    acquireLease: (lease, holder, expiresAt, now) => {
+      const lockName = `aerix-lease:${name}:${lease}`;
+      return serially(lockName, async () => {
+        const mine = heldLocks.get(lockName);
+        let fresh = null;
+        if (!mine && globalThis.navigator?.locks) {
+          fresh = await takeWebLock(lockName);
+          if (!fresh) return false; // a live holder in another tab
+        }
+        let won;
+        try {
+          won = await tx(["leases"], "readwrite", async (t) => {
+            const leases = t.objectStore("leases");
+            const current = await request(leases.get(lease));
+            // a fresh Web Lock means whoever the record names has gone with its tab
+            if (!fresh && current && current.holder !== holder && current.expires_at > now) return false;
+            await request(leases.put({ name: lease, holder, expires_at: expiresAt }));
+            return true;
+          });
+        } catch (error) {
+          fresh?.();
+          throw error;
+        }
+        if (fresh) heldLocks.set(lockName, { holder, release: fresh });
+        else if (won && mine) mine.holder = holder;
+        return won;
+      });
+    },
+    /** Give the lease up if `holder` holds it (and with it this tab's Web Lock); anyone else's stays. */
+    releaseLease: (lease, holder) => {
+      const lockName = `aerix-lease:${name}:${lease}`;
+      return serially(lockName, async () => {
+        const freed = await tx(["leases"], "readwrite", async (t) => {
+          const leases = t.objectStore("leases");
+          if ((await request(leases.get(lease)))?.holder !== holder) return false;
+          await request(leases.delete(lease));
+          return true;
+        });
+        const mine = heldLocks.get(lockName);
+        if (mine && (freed || mine.holder === holder)) {
+          heldLocks.delete(lockName);
+          mine.release();
+        }
+      });
+    },
+    /** `{name, holder, expires_at}`, or null when nobody holds the lease. */
+    getLease: async (lease) => {
+      const lockName = `aerix-lease:${name}:${lease}`;
+      const current = (await tx(["leases"], "readonly", async (t) => request(t.objectStore("leases").get(lease)))) ?? null;
+      if (!current || heldLocks.has(lockName) || !globalThis.navigator?.locks) return current;
+      // every live holder holds the Web Lock: a record without one was left by a closed tab
+      const { held = [] } = await navigator.locks.query();
+      return held.some((lock) => lock.name === lockName) ? current : null;
+    },
     getEffect: (key) => tx(["effects"], "readonly", async (t) => (await request(t.objectStore("effects").get(key))) ?? null),
     putEffect: (key, result) => tx(["effects"], "readwrite", async (t) => void (await request(t.objectStore("effects").put(result, key)))),
     /** Delete the database (tests, or a "forget everything" button). */
     destroy: async () => {
+      for (const [lockName, { release }] of heldLocks) {
+        if (lockName.startsWith(`aerix-lease:${name}:`)) heldLocks.delete(lockName), release();
+      }
       (await ready).close();
       await request(indexedDB.deleteDatabase(name));
     },

@@ -83,7 +83,8 @@ class Agent:
         if not isinstance(constrain, bool):
             raise AerixError("options", f"constrain must be True or False, got {constrain!r}")
         if store is not None and not isinstance(store, Store):
-            missing = [m for m in ("create_run", "get_run", "save_run", "list_runs", "get_effect", "put_effect") if not callable(getattr(store, m, None))]
+            methods = ("create_run", "get_run", "save_run", "list_runs", "get_effect", "put_effect", "acquire_lease", "release_lease", "get_lease")
+            missing = [m for m in methods if not callable(getattr(store, m, None))]
             raise AerixError("options", f"store lacks {missing}: see aerix.stores.Store")
         if clock is not None and not callable(clock):
             raise AerixError("options", "clock must be a function returning seconds")
@@ -138,20 +139,29 @@ class Agent:
         self._conversation = Conversation([{"role": "system", "content": self.system}])
 
     def run(
-        self, prompt: str, signal: Any = None, *, run_id: str | None = None, idempotency_key: str | None = None, invoker: Invoker | dict[str, Any] | None = None
+        self,
+        prompt: str,
+        signal: Any = None,
+        *,
+        run_id: str | None = None,
+        idempotency_key: str | None = None,
+        invoker: Invoker | dict[str, Any] | None = None,
+        concurrency_key: str | None = None,
     ) -> AsyncGenerator[Event, None]:
         """Continue the conversation with ``prompt``; an async iterator of events ending in one ending.
 
         ``invoker``: who starts the run (tools and hooks see it as ``ctx.invoker``). With a store
-        the run is durable (``run_id`` and ``idempotency_key`` as in :meth:`start`)."""
+        the run is durable (``run_id``, ``idempotency_key`` and ``concurrency_key`` as in
+        :meth:`start`)."""
         _check_prompt(prompt)
         who = Invoker.of(invoker)
         self._claim_check("run", abandoned_ok=True)
         if self._runs is None:
-            if run_id is not None or idempotency_key is not None:
-                raise AerixError("options", "run_id and idempotency_key need a durable run: give the Agent a store")
+            if run_id is not None or idempotency_key is not None or concurrency_key is not None:
+                raise AerixError("options", "run_id, idempotency_key and concurrency_key need a durable run: give the Agent a store")
             return self._watch(self._run_in_memory(prompt, signal, who))
-        return self._watch(self._runs.start_and_resume(prompt, signal, run_id, idempotency_key, who))
+        _check_key(concurrency_key)
+        return self._watch(self._runs.start_and_resume(prompt, signal, run_id, idempotency_key, who, concurrency_key))
 
     async def ask(self, prompt: str, signal: Any = None, *, invoker: Invoker | dict[str, Any] | None = None) -> Answer:
         """Run to the ending. A final returns an :class:`Answer`; any other ending raises
@@ -179,12 +189,21 @@ class Agent:
     # -- durable runs (durable.py) ---------------------------------------------------------
 
     async def start(
-        self, prompt: str, run_id: str | None = None, idempotency_key: str | None = None, *, invoker: Invoker | dict[str, Any] | None = None
+        self,
+        prompt: str,
+        run_id: str | None = None,
+        idempotency_key: str | None = None,
+        *,
+        invoker: Invoker | dict[str, Any] | None = None,
+        concurrency_key: str | None = None,
     ) -> RunRecord:
         """Create a durable run (``queued``) or, for a known ``idempotency_key`` (of this
-        invoker) or ``run_id``, find the existing one. ``resume`` runs it."""
+        invoker) or ``run_id``, find the existing one. ``resume`` runs it. Of the runs that share
+        a ``concurrency_key`` at most one executes at a time in the store; another is refused
+        ``busy`` (try it again later)."""
         _check_prompt(prompt)
-        return await self._durable().start(prompt, run_id, idempotency_key, Invoker.of(invoker))
+        _check_key(concurrency_key)
+        return await self._durable().start(prompt, run_id, idempotency_key, Invoker.of(invoker), concurrency_key)
 
     def resume(self, run_id: str, signal: Any = None) -> AsyncGenerator[Event, None]:
         """Continue a durable run from its latest checkpoint; a run already ended yields its ending."""
@@ -278,6 +297,11 @@ def _check_trust_options(name: Any, tool_policy: Any, on_tainted: Any) -> None:
         raise AerixError("options", "tool_policy must be a function (agent name, tool name, invoker) -> bool, e.g. require_tool_permission()")
     if on_tainted not in ("approve", "deny"):
         raise AerixError("options", f"on_tainted must be 'approve' or 'deny', got {on_tainted!r}")
+
+
+def _check_key(key: Any) -> None:
+    if key is not None and (not isinstance(key, str) or not key):
+        raise AerixError("options", f"concurrency_key must be a non-empty string or None, got {key!r}")
 
 
 def _check_prompt(prompt: Any) -> None:

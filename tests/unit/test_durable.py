@@ -139,13 +139,17 @@ async def test_a_crash_mid_generation_asks_that_generation_again_and_only_it():
     applied.clear()
     store = MemoryStore()
     convo = Conversation([THREE_TOOL_RUN[0], Reply(THREE_TOOL_RUN[1], chunk=5), THREE_TOOL_RUN[2]])
-    first = agent_for(store, convo.model())
+    now = [1000.0]
+    first = agent_for(store, convo.model(), clock=lambda: now[0])
     with pytest.raises(Crash):
         async for ev in first.run("Message Ana", run_id="r1"):
             if ev.type == "text" and len(convo.asked) == 2:
                 raise Crash("the page dies while generation 2 streams")  # no clean-up runs
     assert (await first.get_run("r1")).status == "running"
-    second = agent_for(store, convo.model(allow_repeat_of=convo.asked[1:2]))
+    second = agent_for(store, convo.model(allow_repeat_of=convo.asked[1:2]), clock=lambda: now[0])
+    # the dead executor's lease is live until it expires: the run may still be executing
+    assert await second.recover() == [] and (await second.get_run("r1")).status == "running"
+    now[0] += first._runs.lease_s
     assert [r.status for r in await second.recover()] == ["interrupted"]
     events = await collect(second.resume("r1"))
     assert events[-1].type == "final"

@@ -358,3 +358,105 @@ async def test_drain_ends_a_run_in_memory_abort():
     await drained
     events = await run
     assert events[-1].type == "end" and events[-1].reason == "abort" and "drained" in events[-1].message
+
+
+# -- one executor per run: leases ----------------------------------------------------------------
+
+
+def gated_tool(gate, ran):
+    async def work(input, ctx):
+        ran.append(1)
+        await gate.wait()
+        return "done"
+
+    return tool(name="work", description="Works.", input={}, run=work)
+
+
+async def test_two_agents_resuming_one_run_execute_it_once():
+    from aerix.stores.sqlite import SQLiteStore
+
+    for make_store in (lambda path: MemoryStore(), lambda path: SQLiteStore(path)):
+        import tempfile, os
+
+        path = os.path.join(tempfile.mkdtemp(), "runs.sqlite3")
+        shared = make_store(path)
+        gate, ran = asyncio.Event(), []
+        a = Agent(model=ScriptedModel([calls(("work", {})), final("ok")]), tools=[gated_tool(gate, ran)], store=shared)
+        other = shared if isinstance(shared, MemoryStore) else make_store(path)  # a second connection to one file
+        b = Agent(model=ScriptedModel([calls(("work", {})), final("ok")]), tools=[gated_tool(gate, ran)], store=other)
+        record = await a.start("go", run_id="r1")
+        first = asyncio.ensure_future(collect(a.resume(record.id)))
+        await asyncio.sleep(0.05)
+        with pytest.raises(AerixError) as e:
+            await collect(b.resume(record.id))
+        assert e.value.kind == "busy" and "r1" in e.value.message
+        gate.set()
+        assert (await first)[-1].type == "final" and ran == [1]
+        assert (await collect(b.resume(record.id)))[-1].type == "final"  # ended: its ending again, nothing runs
+        assert ran == [1]
+
+
+async def test_two_concurrent_runs_with_one_idempotency_key_execute_once():
+    gate, ran = asyncio.Event(), []
+    agent_a = Agent(model=ScriptedModel([calls(("work", {})), final("ok")]), tools=[gated_tool(gate, ran)], store=(store := MemoryStore()))
+    agent_b = Agent(model=ScriptedModel([calls(("work", {})), final("ok")]), tools=[gated_tool(gate, ran)], store=store)
+    first = asyncio.ensure_future(collect(agent_a.run("go", idempotency_key="k")))
+    await asyncio.sleep(0.05)
+    with pytest.raises(AerixError) as e:
+        await collect(agent_b.run("go", idempotency_key="k"))
+    assert e.value.kind == "busy"
+    gate.set()
+    assert (await first)[-1].type == "final" and ran == [1]
+
+
+async def test_a_concurrency_key_lets_one_run_execute_at_a_time():
+    gate, ran = asyncio.Event(), []
+    store = MemoryStore()
+    agents = [Agent(model=ScriptedModel([calls(("work", {})), final("ok")]), tools=[gated_tool(gate, ran)], store=store) for _ in range(3)]
+    first = asyncio.ensure_future(collect(agents[0].run("one", concurrency_key="inbox")))
+    await asyncio.sleep(0.05)
+    with pytest.raises(AerixError) as e:
+        await collect(agents[1].run("two", concurrency_key="inbox"))
+    assert e.value.kind == "busy" and "inbox" in e.value.message
+    gate.set()
+    await first
+    assert (await collect(agents[2].run("three", concurrency_key="inbox")))[-1].type == "final"
+    with pytest.raises(AerixError):
+        await agents[2].start("x", concurrency_key="")
+
+
+async def test_a_lease_is_renewed_while_a_long_step_runs():
+    gate, ran = asyncio.Event(), []
+    store = MemoryStore()
+    a = Agent(model=ScriptedModel([calls(("work", {})), final("ok")]), tools=[gated_tool(gate, ran)], store=store)
+    a._runs.lease_s = 0.3
+    b = Agent(model=ScriptedModel([final("ok")]), store=store)
+    record = await a.start("go")
+    first = asyncio.ensure_future(collect(a.resume(record.id)))
+    await asyncio.sleep(0.8)  # past two lease lengths: renewed meanwhile
+    assert await b.recover() == []  # still executing: not interrupted
+    gate.set()
+    assert (await first)[-1].type == "final"
+
+
+async def test_a_lost_lease_stops_the_executor_without_writing_over_the_run():
+    class Stolen(MemoryStore):
+        stolen = False
+
+        async def acquire_lease(self, name, holder, expires_at, now):
+            return False if self.stolen else await MemoryStore.acquire_lease(self, name, holder, expires_at, now)
+
+    gate, ran = asyncio.Event(), []
+    store = Stolen()
+    a = Agent(model=ScriptedModel([calls(("work", {})), final("ok")]), tools=[gated_tool(gate, ran)], store=store)
+    a._runs.lease_s = 0.15
+    record = await a.start("go")
+    first = asyncio.ensure_future(collect(a.resume(record.id)))
+    await asyncio.sleep(0.05)
+    store.stolen = True  # another executor holds it now
+    before = await store.get_run(record.id)
+    await asyncio.sleep(0.2)
+    gate.set()
+    events = await first
+    assert events[-1].type == "end" and "lease" in events[-1].message
+    assert (await store.get_run(record.id)) == before  # nothing written after the lease was lost

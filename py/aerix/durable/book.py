@@ -27,13 +27,20 @@ class Durable:
 
     durable = True
 
-    def __init__(self, store: Store, record: RunRecord, clock: Callable[[], float]) -> None:
+    def __init__(self, store: Store, record: RunRecord, clock: Callable[[], float], lease: Any = None) -> None:
         self.store = store
         self.record = record
         self.clock = clock
         self.run_id: str | None = record.id
+        self.lease = lease  # lifecycle.Lease: while it is ours, this executor may write the run
+
+    @property
+    def lease_lost(self) -> bool:
+        return self.lease is not None and bool(self.lease.lost)
 
     async def _save(self) -> None:
+        if self.lease_lost:  # another executor took the run over: write nothing more of it
+            raise AerixError("store", f"store failed: the lease of run {self.run_id} was lost to another executor; this one stops")
         self.record.updated_at = self.clock()
         await use_store("save_run", lambda: self.store.save_run(self.record.to_dict()))
 

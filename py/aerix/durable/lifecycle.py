@@ -1,7 +1,17 @@
-"""The durable lifecycle: start, resume, approve, recover and interrupt, for one Agent."""
+"""The durable lifecycle: start, resume, approve, recover and interrupt, for one Agent.
+
+One executor per run: every execution holds the run's lease in the store (``run:<id>``, and
+``key:<k>`` for a ``concurrency_key``), taken atomically before anything of the run runs,
+renewed every ``lease_s / 3`` seconds while it runs, and given back when it stops (ended,
+waiting, interrupted). A second executor of a live run is refused ``busy``; a lease whose holder
+died expires after ``lease_s`` (in the page, a closed tab frees it at once: the IndexedDB store
+also holds a Web Lock). ``recover`` marks ``interrupted`` only the running runs whose lease is
+not live.
+"""
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from contextlib import aclosing
 from typing import TYPE_CHECKING, Any, AsyncGenerator
@@ -18,23 +28,71 @@ from .record import RunRecord
 if TYPE_CHECKING:
     from ..agent import Agent
 
-__all__ = ["Runs"]
+__all__ = ["Lease", "Runs"]
+
+
+class Lease:
+    """One execution's hold on a run's names in the store, kept alive while it runs."""
+
+    def __init__(self, store: Store, names: list[str], holder: str, clock: Any, seconds: float) -> None:
+        self.store, self.names, self.holder, self.clock, self.seconds = store, names, holder, clock, seconds
+        self.lost = False
+        self._taken: list[str] = []
+        self._keeper: asyncio.Task[None] | None = None
+
+    async def take(self) -> str | None:
+        """Take every name, or none: the name held elsewhere, or ``None`` when all are ours."""
+        for name in self.names:
+            if not await self._acquire(name):
+                await self.give_back()
+                return name
+            self._taken.append(name)
+        self._keeper = asyncio.ensure_future(self._keep())
+        return None
+
+    async def _acquire(self, name: str) -> bool:
+        now = self.clock()
+        got = await use_store("acquire_lease", lambda: self.store.acquire_lease(name, self.holder, now + self.seconds, now), bool)
+        return bool(got)
+
+    async def _keep(self) -> None:
+        while not self.lost:
+            await asyncio.sleep(self.seconds / 3)
+            try:
+                renewed = [await self._acquire(name) for name in self._taken]
+            except AerixError:
+                continue  # the store stumbled: try again before the lease runs out
+            self.lost = not all(renewed)
+
+    async def give_back(self) -> None:
+        if self._keeper is not None:
+            self._keeper.cancel()
+            self._keeper = None
+        taken, self._taken = self._taken, []
+        for name in taken:
+            try:
+                await use_store("release_lease", lambda: self.store.release_lease(name, self.holder))
+            except AerixError:
+                pass  # it expires on its own
 
 
 class Runs:
     """The durable lifecycle of one Agent's runs in its store; ``Agent`` checks the arguments
     and delegates here."""
 
+    lease_s = 30.0  # how long a lease lives without renewal (it is renewed every third of it)
+
     def __init__(self, agent: Agent, store: Store) -> None:
         self.agent = agent
         self.store = store
         self.current: Durable | None = None  # the run going now, if durable
+        self.holder = f"executor-{uuid.uuid4().hex[:12]}"  # this Agent, as a lease holder
 
-    async def start(self, prompt: str, run_id: str | None, idempotency_key: str | None, invoker: Invoker | None) -> RunRecord:
+    async def start(self, prompt: str, run_id: str | None, idempotency_key: str | None, invoker: Invoker | None, concurrency_key: str | None = None) -> RunRecord:
         now = self.agent.clock()
         key = idempotency_key if invoker is None or idempotency_key is None else f"{invoker.kind}:{invoker.id}/{idempotency_key}"
         snapshot = None if invoker is None else invoker.to_dict()
-        record = RunRecord(run_id or uuid.uuid4().hex, prompt, "queued", key, now, now, invoker=snapshot)
+        record = RunRecord(run_id or uuid.uuid4().hex, prompt, "queued", key, now, now, invoker=snapshot, concurrency_key=concurrency_key)
         found = RunRecord.from_dict(await use_store("create_run", lambda: self.store.create_run(record.to_dict()), dict))
         named = f"idempotency key {idempotency_key!r}" if key is not None and found.idempotency_key == key else f"run id {found.id!r}"
         if found.prompt != prompt:  # a key names one request: another prompt is another run
@@ -43,9 +101,11 @@ class Runs:
             raise AerixError("options", f"{named} belongs to run {found.id}, started by another invoker")
         return found
 
-    async def start_and_resume(self, prompt: str, signal: Any, run_id: str | None, key: str | None, invoker: Invoker | None) -> AsyncGenerator[Event, None]:
+    async def start_and_resume(
+        self, prompt: str, signal: Any, run_id: str | None, key: str | None, invoker: Invoker | None, concurrency_key: str | None = None
+    ) -> AsyncGenerator[Event, None]:
         try:
-            record = await self.start(prompt, run_id, key, invoker)
+            record = await self.start(prompt, run_id, key, invoker, concurrency_key)
         except AerixError as e:
             if e.kind != "store":
                 raise
@@ -55,10 +115,11 @@ class Runs:
             async for ev in events:
                 yield ev
 
-    async def resume(self, run_id: str, signal: Any, just_started: bool = False) -> AsyncGenerator[Event, None]:
-        """Restore the run from its checkpoint (or start it from the agent's conversation) and
-        drive the loop; a run already ended yields its ending again. A run that ``run()`` has
-        just started and cannot read back ends ``error``: ``run()`` never raises once it began."""
+    async def resume(self, run_id: str, signal: Any, just_started: bool = False, lease: Lease | None = None) -> AsyncGenerator[Event, None]:
+        """Take the run's lease, restore the run from its checkpoint (or start it from the
+        agent's conversation) and drive the loop; a run already ended yields its ending again. A
+        run that ``run()`` has just started and cannot read back ends ``error``: ``run()`` never
+        raises once it began. A run executing elsewhere is ``AerixError(kind="busy")``."""
         agent = self.agent
         await agent._claim()
         run: Durable | None = None
@@ -76,7 +137,8 @@ class Runs:
                 yield event_from_dict(record.ending)
                 return
             _check_resumable(record, agent.system)
-            run = self.current = Durable(self.store, record, agent.clock)
+            lease = lease or await self.lease(record)
+            run = self.current = Durable(self.store, record, agent.clock, lease)
             if record.checkpoint is None:  # queued: it starts from this agent's conversation
                 now = agent._conversation
                 conversation = Conversation([dict(m) for m in now.messages], now.calls_made, now.taint)
@@ -97,31 +159,48 @@ class Runs:
                     yield ev
         finally:
             try:
-                if run is not None and run.record.status == "running":
+                if run is not None and run.record.status == "running" and not run.lease_lost:
                     await run.interrupted()  # the consumer stopped early, or the page is going away
             except AerixError:
                 pass  # the store is failing: the record keeps its last checkpoint
             finally:
+                if lease is not None:
+                    await lease.give_back()
                 self.current = None
                 agent._release()
+
+    async def lease(self, record: RunRecord) -> Lease:
+        """Take the run's lease (and its concurrency key's), or refuse ``busy`` naming the run."""
+        names = [f"run:{record.id}"] + ([f"key:{record.concurrency_key}"] if record.concurrency_key else [])
+        lease = Lease(self.store, names, self.holder, self.agent.clock, self.lease_s)
+        held = await lease.take()
+        if held is not None:
+            what = "it is executing elsewhere" if held.startswith("run:") else f"another run of concurrency key {record.concurrency_key!r} is executing"
+            raise AerixError("busy", f"run {record.id} cannot execute now: {what} (its lease is live)")
+        return lease
 
     async def answer_and_resume(
         self, run_id: str, approval_id: str, approved: bool, reason: str | None, signal: Any, approver: Invoker | None
     ) -> AsyncGenerator[Event, None]:
-        record = await self.load(run_id)
-        approval = record.approvals.get(approval_id)
-        if approval is None:
-            raise AerixError("options", f"run {run_id} has no approval {approval_id!r}")
-        if approval["decision"] is not None:
-            raise AerixError("options", f"approval {approval_id!r} of run {run_id} was already answered")
-        now = self.agent.clock()
-        if now - approval["created_at"] >= approval["timeout_s"]:  # too late: the deadline held
-            approved, reason = False, "approval timed out"
-        who = None if approver is None else approver.to_dict()
-        approval["decision"] = {"approved": approved, "reason": reason, "approver": who, "answered_at": now}
-        record.updated_at = now
-        await use_store("save_run", lambda: self.store.save_run(record.to_dict()))
-        async with aclosing(self.resume(run_id, signal)) as events:
+        lease = await self.lease(await self.load(run_id))  # one answer: whoever holds the run records it
+        try:
+            record = await self.load(run_id)
+            approval = record.approvals.get(approval_id)
+            if approval is None:
+                raise AerixError("options", f"run {run_id} has no approval {approval_id!r}")
+            if approval["decision"] is not None:
+                raise AerixError("options", f"approval {approval_id!r} of run {run_id} was already answered")
+            now = self.agent.clock()
+            if now - approval["created_at"] >= approval["timeout_s"]:  # too late: the deadline held
+                approved, reason = False, "approval timed out"
+            who = None if approver is None else approver.to_dict()
+            approval["decision"] = {"approved": approved, "reason": reason, "approver": who, "answered_at": now}
+            record.updated_at = now
+            await use_store("save_run", lambda: self.store.save_run(record.to_dict()))
+        except BaseException:
+            await lease.give_back()
+            raise
+        async with aclosing(self.resume(run_id, signal, lease=lease)) as events:
             async for ev in events:
                 yield ev
 
@@ -149,13 +228,20 @@ class Runs:
     async def recover(self) -> list[RunRecord]:
         out = []
         for record in await self.all():
-            if record.status == "running" and not (self.current is not None and self.current.run_id == record.id):
+            if record.status == "running" and not await self.executing(record.id):
                 record.status = "interrupted"
                 record.updated_at = self.agent.clock()
                 await use_store("save_run", lambda: self.store.save_run(record.to_dict()))
             if record.status in ("queued", "interrupted", "waiting"):
                 out.append(record)
         return out
+
+    async def executing(self, run_id: str) -> bool:
+        """Whether the run is executing now, here or elsewhere (its lease is live)."""
+        if self.current is not None and self.current.run_id == run_id:
+            return True
+        lease = await use_store("get_lease", lambda: self.store.get_lease(f"run:{run_id}"), (dict, type(None)))
+        return lease is not None and lease.get("expires_at", 0) > self.agent.clock()
 
     async def interrupt(self) -> None:
         if self.current is not None:

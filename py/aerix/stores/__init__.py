@@ -1,4 +1,5 @@
-"""Where durable runs live. A store keeps run records and effect results, as JSON.
+"""Where durable runs live. A store keeps run records and effect results, as JSON, and the
+leases that let one executor at a time run a run.
 
     class Store(Protocol):
         async def create_run(self, run: dict) -> dict      # or the existing run with its idempotency key
@@ -7,6 +8,20 @@
         async def list_runs(self) -> list[dict]             # oldest first
         async def get_effect(self, key: str) -> str | None
         async def put_effect(self, key: str, result: str) -> None
+        async def acquire_lease(self, name: str, holder: str, expires_at: float, now: float) -> bool
+        async def release_lease(self, name: str, holder: str) -> None
+        async def get_lease(self, name: str) -> dict | None  # {"name", "holder", "expires_at"}
+
+Leases. ``acquire_lease`` gives the lease ``name`` to ``holder`` until ``expires_at`` when it is
+free: nobody holds it, its holder's lease has expired (``expires_at <= now``), or ``holder``
+holds it already (a renewal, which moves ``expires_at``). It returns whether ``holder`` holds
+the lease now, and it is atomic: of concurrent acquirers, in this process or another one on
+the same store, exactly one wins. ``release_lease`` gives the lease up if ``holder`` holds it;
+anyone else's lease stays. ``get_lease`` returns the lease even once it has expired: the caller
+compares ``expires_at`` with its ``now``. ``now`` is the caller's clock (an Agent's ``clock``), so that tests
+control time; the store keeps no clock of its own. Lease names are ``run:<run id>`` and
+``key:<concurrency key>``; leases live apart from run records (``save_run`` never touches
+them).
 
 Implementations: :class:`MemoryStore` (here), :class:`aerix.stores.sqlite.SQLiteStore`
 (CPython and Pyodide), :class:`aerix.stores.indexeddb.IndexedDBStore` (the page). Every one
@@ -29,6 +44,9 @@ class Store(Protocol):
     async def list_runs(self) -> list[dict[str, Any]]: ...
     async def get_effect(self, key: str) -> str | None: ...
     async def put_effect(self, key: str, result: str) -> None: ...
+    async def acquire_lease(self, name: str, holder: str, expires_at: float, now: float) -> bool: ...
+    async def release_lease(self, name: str, holder: str) -> None: ...
+    async def get_lease(self, name: str) -> dict[str, Any] | None: ...
 
 
 class MemoryStore:
@@ -37,6 +55,7 @@ class MemoryStore:
     def __init__(self) -> None:
         self._runs: dict[str, dict[str, Any]] = {}
         self._effects: dict[str, str] = {}
+        self._leases: dict[str, dict[str, Any]] = {}
 
     def __repr__(self) -> str:
         return f"MemoryStore(runs={len(self._runs)}, effects={len(self._effects)})"
@@ -67,3 +86,20 @@ class MemoryStore:
 
     async def put_effect(self, key: str, result: str) -> None:
         self._effects[key] = result
+
+    # Atomic without a lock: nothing is awaited between the check and the write.
+    async def acquire_lease(self, name: str, holder: str, expires_at: float, now: float) -> bool:
+        lease = self._leases.get(name)
+        if lease is not None and lease["holder"] != holder and lease["expires_at"] > now:
+            return False
+        self._leases[name] = {"name": name, "holder": holder, "expires_at": float(expires_at)}
+        return True
+
+    async def release_lease(self, name: str, holder: str) -> None:
+        lease = self._leases.get(name)
+        if lease is not None and lease["holder"] == holder:
+            del self._leases[name]
+
+    async def get_lease(self, name: str) -> dict[str, Any] | None:
+        lease = self._leases.get(name)
+        return dict(lease) if lease is not None else None

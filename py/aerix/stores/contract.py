@@ -10,11 +10,13 @@
 
 Each check takes a fresh, empty store and raises ``AssertionError`` when the store breaks the
 contract. Records are JSON: what goes in must come out equal, and later changes to the dict a
-caller holds must not reach the store.
+caller holds must not reach the store. Leases are given by the caller's clock (``now``), never
+the store's, so the checks use small made-up times.
 """
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any, Awaitable, Callable
 
 __all__ = ["CHECKS", "verify_store"]
@@ -94,6 +96,70 @@ async def check_effects_are_kept_by_key(store: Any) -> None:
     assert await store.get_effect("run:tool:abc") == "", "an empty result is a result, not a missing one"
 
 
+# -- leases ----------------------------------------------------------------------------------
+
+
+async def check_a_free_lease_is_taken(store: Any) -> None:
+    assert await store.get_lease("run:r1") is None, "a lease nobody took is None"
+    assert await store.acquire_lease("run:r1", "a", 20.0, 10.0) is True, "a free lease must be taken"
+    assert await store.get_lease("run:r1") == {"name": "run:r1", "holder": "a", "expires_at": 20.0}
+    assert await store.acquire_lease("key:k", "b", 20.0, 10.0) is True, "another name is another lease"
+    assert (await store.get_lease("key:k"))["holder"] == "b"
+    assert (await store.get_lease("run:r1"))["holder"] == "a"
+
+
+async def check_a_live_lease_refuses_another_holder(store: Any) -> None:
+    await store.acquire_lease("run:r1", "a", 20.0, 10.0)
+    assert await store.acquire_lease("run:r1", "b", 30.0, 19.5) is False, "a live lease must refuse another holder"
+    assert await store.get_lease("run:r1") == {"name": "run:r1", "holder": "a", "expires_at": 20.0}, "a refusal changes nothing"
+
+
+async def check_the_holder_renews_its_lease(store: Any) -> None:
+    await store.acquire_lease("run:r1", "a", 20.0, 10.0)
+    assert await store.acquire_lease("run:r1", "a", 40.0, 15.0) is True, "the holder must renew its lease"
+    assert (await store.get_lease("run:r1"))["expires_at"] == 40.0, "a renewal moves expires_at"
+    assert await store.acquire_lease("run:r1", "b", 50.0, 30.0) is False, "the renewed lease is live until 40"
+
+
+async def check_an_expired_lease_is_taken_over(store: Any) -> None:
+    await store.acquire_lease("run:r1", "a", 20.0, 10.0)
+    assert await store.acquire_lease("run:r1", "b", 50.0, 20.0) is True, "a lease is expired when expires_at <= now"
+    assert await store.get_lease("run:r1") == {"name": "run:r1", "holder": "b", "expires_at": 50.0}
+    assert await store.acquire_lease("run:r1", "a", 60.0, 25.0) is False, "the old holder has lost it"
+
+
+async def check_only_the_holder_releases_a_lease(store: Any) -> None:
+    await store.release_lease("run:none", "a")  # nobody holds it: nothing to do, and no error
+    await store.acquire_lease("run:r1", "a", 20.0, 10.0)
+    await store.release_lease("run:r1", "b")
+    assert (await store.get_lease("run:r1"))["holder"] == "a", "a release by another holder must do nothing"
+    await store.release_lease("run:r1", "a")
+    assert await store.get_lease("run:r1") is None, "a release by the holder frees the lease"
+    assert await store.acquire_lease("run:r1", "b", 20.0, 11.0) is True, "a released lease is free"
+
+
+async def check_leases_are_apart_from_runs(store: Any) -> None:
+    run = _run("r1")
+    await store.create_run(run)
+    await store.acquire_lease("run:r1", "a", 20.0, 10.0)
+    changed = _run("r1", status="running", checkpoint={"step": 1})
+    await store.save_run(changed)
+    assert (await store.get_lease("run:r1"))["holder"] == "a", "save_run must not touch a lease"
+    assert await store.get_run("r1") == changed, "a lease must not show in the run record"
+    assert [r["id"] for r in await store.list_runs()] == ["r1"], "a lease is not a run"
+    await store.release_lease("run:r1", "a")
+    assert await store.get_run("r1") == changed, "release_lease must not touch the run"
+
+
+async def check_of_racing_acquirers_exactly_one_wins(store: Any) -> None:
+    for round_, now in ((0, 10.0), (1, 20.0)):  # the second race is for the first winner's expired lease
+        holders = [f"h{round_}.{i}" for i in range(16)]
+        won = await asyncio.gather(*(store.acquire_lease("run:race", h, now + 10.0, now) for h in holders))
+        assert won.count(True) == 1, f"{won.count(True)} of {len(holders)} racing acquirers won"
+        lease = await store.get_lease("run:race")
+        assert lease is not None and lease["holder"] == holders[won.index(True)], "the winner holds the lease"
+
+
 CHECKS: tuple[Callable[[Any], Awaitable[None]], ...] = (
     check_a_created_run_reads_back_equal,
     check_a_missing_run_is_none,
@@ -103,6 +169,13 @@ CHECKS: tuple[Callable[[Any], Awaitable[None]], ...] = (
     check_the_callers_dict_is_not_the_stored_one,
     check_runs_are_listed_oldest_first,
     check_effects_are_kept_by_key,
+    check_a_free_lease_is_taken,
+    check_a_live_lease_refuses_another_holder,
+    check_the_holder_renews_its_lease,
+    check_an_expired_lease_is_taken_over,
+    check_only_the_holder_releases_a_lease,
+    check_leases_are_apart_from_runs,
+    check_of_racing_acquirers_exactly_one_wins,
 )
 
 

@@ -1,4 +1,10 @@
-"""A store in the page's IndexedDB, through ``web/store.mjs`` (the page's default store)."""
+"""A store in the page's IndexedDB, through ``web/store.mjs`` (the page's default store).
+
+A lease there is also a Web Lock held by the tab, so a closed or reloaded tab frees its leases
+at once, whatever their ``expires_at`` (and ``get_lease`` no longer reports them); while the tab
+lives, another tab cannot take its lease even once it has expired, until it is released. Within
+one tab, leases follow the record as in every store. See ``web/store.mjs``.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +12,7 @@ import json
 from typing import Any
 
 from .._js import call_js, js_module
+from ..errors import AerixError
 
 __all__ = ["IndexedDBStore"]
 
@@ -14,7 +21,9 @@ class IndexedDBStore:
     """Runs and effects in IndexedDB: they survive reloads, closed tabs and sleeping laptops.
 
     ``IndexedDBStore()`` opens the database ``"aerix"`` through the page that ``aerix.mjs``
-    booted; ``IndexedDBStore(js_store)`` wraps a store object made in JavaScript.
+    booted; ``IndexedDBStore(js_store)`` wraps a store object made in JavaScript, which has the
+    methods of ``openStore`` (``createRun`` ... ``putEffect``, ``acquireLease``,
+    ``releaseLease``, ``getLease``).
     """
 
     def __init__(self, js_store: Any = None, name: str = "aerix") -> None:
@@ -43,3 +52,22 @@ class IndexedDBStore:
 
     async def put_effect(self, key: str, result: str) -> None:
         await call_js(self._js.putEffect, key, result)
+
+    async def acquire_lease(self, name: str, holder: str, expires_at: float, now: float) -> bool:
+        return bool(await call_js(self._method("acquireLease"), name, holder, float(expires_at), float(now)))
+
+    async def release_lease(self, name: str, holder: str) -> None:
+        await call_js(self._method("releaseLease"), name, holder)
+
+    async def get_lease(self, name: str) -> dict[str, Any] | None:
+        lease = await call_js(self._method("getLease"), name)
+        if lease is None:
+            return None
+        return {"name": str(lease["name"]), "holder": str(lease["holder"]), "expires_at": float(lease["expires_at"])}
+
+    def _method(self, name: str) -> Any:
+        # a store object made in JS before leases existed: say what it lacks
+        fn = getattr(self._js, name, None)
+        if fn is None:
+            raise AerixError("options", f"the store object {self.name!r} has no {name}(): see openStore in web/store.mjs")
+        return fn

@@ -1,4 +1,9 @@
-"""A store in SQLite (``sqlite3`` is in CPython and in Pyodide): runs survive the process."""
+"""A store in SQLite (``sqlite3`` is in CPython and in Pyodide): runs survive the process.
+
+Several ``SQLiteStore`` objects, in one process or several, may share one file: each write is
+one transaction, and a write that finds the file locked by another connection waits up to
+``timeout`` seconds before it fails with ``database is locked``.
+"""
 
 from __future__ import annotations
 
@@ -16,15 +21,25 @@ create table if not exists runs (
     data text not null
 );
 create table if not exists effects (key text primary key, result text not null);
+create table if not exists leases (name text primary key, holder text not null, expires_at real not null);
+"""
+
+# One statement, so one write transaction: SQLite lets one connection write at a time, and the
+# WHERE decides inside it whether the lease is free. A refused update changes no row.
+_ACQUIRE = """
+insert into leases (name, holder, expires_at) values (?, ?, ?)
+on conflict(name) do update set holder = excluded.holder, expires_at = excluded.expires_at
+where leases.holder = excluded.holder or leases.expires_at <= ?
 """
 
 
 class SQLiteStore:
-    """Runs and effects in one SQLite file (or ``":memory:"``). Each write is its own transaction."""
+    """Runs, effects and leases in one SQLite file (or ``":memory:"``). Each write is its own
+    transaction; ``timeout`` is how long a write waits for another connection's lock."""
 
-    def __init__(self, path: str = "aerix-runs.sqlite3") -> None:
+    def __init__(self, path: str = "aerix-runs.sqlite3", *, timeout: float = 5.0) -> None:
         self.path = path
-        self._db = sqlite3.connect(path, isolation_level=None)
+        self._db = sqlite3.connect(path, isolation_level=None, timeout=timeout)
         self._db.executescript(_SCHEMA)
 
     def __repr__(self) -> str:
@@ -76,3 +91,14 @@ class SQLiteStore:
 
     async def put_effect(self, key: str, result: str) -> None:
         self._db.execute("insert or replace into effects (key, result) values (?, ?)", (key, result))
+
+    async def acquire_lease(self, name: str, holder: str, expires_at: float, now: float) -> bool:
+        cursor = self._db.execute(_ACQUIRE, (name, holder, float(expires_at), float(now)))
+        return cursor.rowcount == 1
+
+    async def release_lease(self, name: str, holder: str) -> None:
+        self._db.execute("delete from leases where name = ? and holder = ?", (name, holder))
+
+    async def get_lease(self, name: str) -> dict[str, Any] | None:
+        row = self._db.execute("select holder, expires_at from leases where name = ?", (name,)).fetchone()
+        return {"name": name, "holder": row[0], "expires_at": row[1]} if row else None

@@ -102,7 +102,7 @@ class Bench:
         self.page.set_default_timeout(300_000)
         self.page.on("console", lambda m: m.type == "error" and log(f"page console: {m.text[:300]}"))
         self.page.goto(f"{origin}/bench/page.html")
-        self.page.wait_for_function("window.bench !== undefined")
+        self.page.wait_for_function("() => window.bench !== undefined")
 
     def call(self, fn: str, **args: Any) -> Any:
         return self.page.evaluate("([fn, args]) => window.bench[fn](args)", [fn, args])
@@ -229,7 +229,7 @@ def p4(browser: Any, origin: str, pairs: int) -> dict[str, Any]:
         page = context.new_page()
         page.set_default_timeout(300_000)
         page.goto(f"{origin}/bench/boot.html?{query}")
-        page.wait_for_function("window.result !== undefined")
+        page.wait_for_function("() => window.result !== undefined")
         result = page.evaluate("window.result")
         context.close()
         if not result.get("ok"):

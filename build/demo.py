@@ -63,7 +63,7 @@ def main() -> int:
         page.on("request", lambda r: foreign.append(r.url) if not r.url.startswith((url, "data:", "blob:")) else None)
         started = time.monotonic()
         page.goto(page_url)
-        page.wait_for_function("window.demo && (window.demo.ready || window.demo.error)", timeout=180_000)
+        page.wait_for_function("() => window.demo && (window.demo.ready || window.demo.error)", timeout=180_000)
         error = page.evaluate("window.demo.error")
         if error:
             print(f"the page could not start: {error}", file=sys.stderr)
@@ -73,7 +73,7 @@ def main() -> int:
         page.fill("#prompt", args.prompt)
         page.click("#run")
         print(f"\nprompt   {args.prompt}")
-        page.wait_for_function("window.demo.transcript.length > 0 && !window.demo.running", timeout=600_000)
+        page.wait_for_function("() => window.demo.transcript.length > 0 && !window.demo.running", timeout=600_000)
         events = page.evaluate("window.demo.transcript")
         text = ""
         for ev in events:

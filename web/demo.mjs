@@ -9,10 +9,37 @@ const $ = (id) => document.getElementById(id);
 const params = new URLSearchParams(location.search);
 const MODEL = params.get("model") || "./models/aerix-tools.gguf";
 // ?baseUrl=http://127.0.0.1:8080/v1&serverModel=NAME: the same demo on an OpenAI-compatible server
-const SERVER = params.get("baseUrl") ? { baseUrl: params.get("baseUrl"), model: params.get("serverModel") || "default" } : null;
+// on this machine. Only on this machine: the prompts typed here go to that server, so a link must
+// not be able to send them anywhere else. The page's CSP (build/serve.py) allows the same origins.
+const LOOPBACK = ["127.0.0.1", "localhost"]; // not [::1]: a CSP cannot name an IPv6 address
+const SERVER = serverFrom(params.get("baseUrl"));
+
+/** The server `?baseUrl=` names, if it is on this machine; said on the page either way. */
+function serverFrom(baseUrl) {
+  if (!baseUrl) return null;
+  let url = null;
+  try {
+    url = new URL(baseUrl);
+  } catch {}
+  if (url?.protocol !== "http:" || !LOOPBACK.includes(url.hostname) || url.username || url.password) {
+    notice("end", `Refused ?baseUrl=${baseUrl}: this demo sends prompts only to a server on this machine (http://127.0.0.1:PORT or http://localhost:PORT). It uses the model in this page instead.`);
+    return null;
+  }
+  notice("call", `Your prompts go to the server at ${url.origin}, not to a model in this page.`);
+  return { baseUrl: url.href, model: params.get("serverModel") || "default" };
+}
+
+function notice(kind, text) {
+  const el = document.createElement("p");
+  el.id = "server-notice";
+  el.className = `card ${kind}`;
+  el.setAttribute("role", "status");
+  el.textContent = text;
+  $("boot").before(el);
+}
 
 const transcript = [];
-window.demo = { ready: false, running: false, transcript, error: null };
+window.demo = { ready: false, running: false, transcript, error: null, server: SERVER?.baseUrl ?? null };
 
 function card(kind, title, body) {
   const el = document.createElement("div");

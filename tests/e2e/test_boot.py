@@ -5,7 +5,7 @@ from __future__ import annotations
 
 def test_demo_page_becomes_ready_from_its_own_origin(fresh_page):
     page, traffic = fresh_page("/index.html")
-    page.wait_for_function("window.demo && (window.demo.ready || window.demo.error)", timeout=180_000)
+    page.wait_for_function("() => window.demo && (window.demo.ready || window.demo.error)", timeout=180_000)
     assert page.evaluate("window.demo.error") is None
     assert page.evaluate("crossOriginIsolated") is True
     timings = page.evaluate("window.demo.timings")

@@ -28,8 +28,12 @@ LIFE = """async ({ phase, mode, at }) => {
   };
   const inner = openStore("aerix-reload");
   let writes = 0;
+  // a store of the page's own: every method of the Store protocol, by delegation to inner
   const store = {
     ...inner,
+    acquireLease: (name, holder, expiresAt, now) => inner.acquireLease(name, holder, expiresAt, now),
+    releaseLease: (name, holder) => inner.releaseLease(name, holder),
+    getLease: (name) => inner.getLease(name),
     saveRun: async (json) => {
       await inner.saveRun(json);
       writes += 1;
@@ -81,7 +85,7 @@ def trial(page, site, mode, at=None, attempts=10):
         except PlaywrightError as e:  # the page reloaded under the evaluation: that is the crash
             assert "context was destroyed" in str(e) or "navigat" in str(e), e
             # wait for the new document (the old one may take a moment to go)
-            page.wait_for_function(f"performance.timeOrigin !== {life} && document.readyState === 'complete'")
+            page.wait_for_function(f"() => performance.timeOrigin !== {life} && document.readyState === 'complete'")
             assert page.evaluate("sessionStorage.getItem('crashed')") == "1"
             return page.evaluate(LIFE, {"phase": "resume", "mode": mode, "at": at})
         # the random run (noise model, temperature 2) never reached the crash point (e.g. it made
@@ -147,18 +151,18 @@ def test_an_approval_survives_a_reload_and_is_answered_from_the_demo_card(fresh_
     # a new browser context: its IndexedDB starts empty; on the demo's own prompt the bundled model
     # calls weather at once (greedy), so the run waits for the approval of that call
     page, _ = fresh_page("/index.html")
-    page.wait_for_function("window.demo && window.demo.ready", timeout=180_000)
+    page.wait_for_function("() => window.demo && window.demo.ready", timeout=180_000)
     page.check("#approve")
     page.click("#run")
     page.wait_for_selector(".card.waiting .approve", timeout=180_000)
     waiting = [e for e in page.evaluate("window.demo.transcript") if e["type"] == "waiting"][0]
     page.reload()
-    page.wait_for_function("window.demo && window.demo.ready", timeout=180_000)
+    page.wait_for_function("() => window.demo && window.demo.ready", timeout=180_000)
     card = page.locator(f'.card.waiting[data-approval="{waiting["approvalId"]}"]')
     assert card.count() == 1, "the waiting approval is shown again after the reload"
     page.check("#approve")
     card.locator("button.approve").click()
-    page.wait_for_function("window.demo.transcript.length > 0 && !window.demo.running", timeout=180_000)
+    page.wait_for_function("() => window.demo.transcript.length > 0 && !window.demo.running", timeout=180_000)
     events = page.evaluate("window.demo.transcript")
     call_id = waiting["approvalId"].rsplit(".", 1)[0]
     result = next(e for e in events if e["type"] == "result" and e["id"] == call_id)

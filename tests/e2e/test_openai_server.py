@@ -341,12 +341,12 @@ def test_the_demo_runs_on_the_server(browser, site, server):
     page.set_default_timeout(120_000)
     try:
         page.goto(f"{site}/index.html?baseUrl={proxy.url}/v1&serverModel=tiny")
-        page.wait_for_function("window.demo && (window.demo.ready || window.demo.error)")
+        page.wait_for_function("() => window.demo && (window.demo.ready || window.demo.error)")
         assert page.evaluate("window.demo.error") is None
         assert "on the server" in page.inner_text("#model")
         page.fill("#prompt", "Umbrella for Lisbon?")
         page.click("#run")
-        page.wait_for_function("window.demo.transcript.length > 0 && !window.demo.running")
+        page.wait_for_function("() => window.demo.transcript.length > 0 && !window.demo.running")
         transcript = page.evaluate("window.demo.transcript")
     finally:
         context.close()

@@ -147,10 +147,14 @@ async function* events(stream) {
 function ending(events) {
   const last = events[events.length - 1];
   if (last.type === "final") return { text: last.text, thought: last.thought ?? null, events };
-  const why = last.type === "waiting" ? `the run waits for approval ${last.approvalId}: ${last.title}` : `the run ended without an answer (${last.reason}): ${last.message}`;
+  const why = {
+    waiting: () => `the run waits for approval ${last.approvalId}: ${last.title}`,
+    interrupted: () => `the run was interrupted: ${last.message}`,
+  }[last.type]?.() ?? `the run ended without an answer (${last.reason}): ${last.message}`;
   const error = new Error(why);
   error.name = "AerixEndError";
-  throw Object.assign(error, { reason: last.type === "waiting" ? "waiting" : last.reason, events });
+  const reason = last.type === "waiting" || last.type === "interrupted" ? last.type : last.reason;
+  throw Object.assign(error, { reason, events });
 }
 
 function wrapAgent(py, durable) {
@@ -158,9 +162,10 @@ function wrapAgent(py, durable) {
   return {
     /**
      * An async iterator of events; stop it with `{ signal }` (an AbortSignal) or by breaking out.
+     * `{ invoker: {id, kind, name, permissions} }` says who starts it (tools see `ctx.invoker`).
      * A durable agent also takes `{ runId, idempotencyKey }`.
      */
-    run: (prompt, { signal, runId, idempotencyKey } = {}) => events(py.run(prompt, signal ?? null, runId ?? null, idempotencyKey ?? null)),
+    run: (prompt, { signal, runId, idempotencyKey, invoker } = {}) => events(py.run(prompt, signal ?? null, runId ?? null, idempotencyKey ?? null, invoker ?? null)),
     /** Run to the ending: `{ text, thought, events }` on a final; otherwise throws with `reason` and `events`. */
     async ask(prompt, options = {}) {
       const all = [];
@@ -169,11 +174,14 @@ function wrapAgent(py, durable) {
     },
     // -- durable runs (agents made with `durable: true` or a `store`) --
     /** Create a run (or find the one with this idempotency key); `resume` runs it. */
-    start: (prompt, { runId, idempotencyKey } = {}) => py.start(prompt, runId ?? null, idempotencyKey ?? null),
+    start: (prompt, { runId, idempotencyKey, invoker } = {}) => py.start(prompt, runId ?? null, idempotencyKey ?? null, invoker ?? null),
     /** Continue a run from its last checkpoint; a run already ended gives its ending. */
     resume: (runId, { signal } = {}) => events(py.resume(runId, signal ?? null)),
-    /** Answer a waiting run's approval and continue it. */
-    approve: (runId, approvalId, approved, { reason, signal } = {}) => events(py.approve(runId, approvalId, approved, reason ?? null, signal ?? null)),
+    /** Answer a waiting run's approval (`approver`: who answers) and continue it. */
+    approve: (runId, approvalId, approved, { reason, signal, approver } = {}) =>
+      events(py.approve(runId, approvalId, approved, reason ?? null, signal ?? null, approver ?? null)),
+    /** Take no new run; the running one stops at its next checkpoint; resolves when none runs. */
+    drain: () => py.drain(),
     /** Every run in the store, oldest first: `{id, prompt, status, approval, ending, ...}`. */
     runs: () => py.runs(),
     /** After a reload: runs left running are marked interrupted; returns those that can be resumed. */

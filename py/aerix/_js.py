@@ -22,21 +22,7 @@ from typing import Any, AsyncGenerator, AsyncIterator, Awaitable, Callable
 from .abort import Abort
 from .errors import AerixError
 
-__all__ = [
-    "IN_PYODIDE",
-    "FetchStream",
-    "call_js",
-    "fetch_stream",
-    "from_js",
-    "iterate_js",
-    "js_abort_signal",
-    "js_callable",
-    "js_error",
-    "js_facing",
-    "js_listen",
-    "js_module",
-    "to_js",
-]
+__all__ = ["IN_PYODIDE", "call_js", "call_js_now", "fetch_stream", "FetchStream", "from_js", "iterate_js", "js_abort_signal", "js_callable", "js_error", "js_facing", "js_listen", "js_module", "to_js"]
 
 IN_PYODIDE = sys.platform == "emscripten"
 
@@ -135,6 +121,12 @@ async def call_js(fn: Any, *args: Any) -> Any:
     if inspect.isawaitable(value):
         value = await value
     return from_js(value)
+
+
+def call_js_now(fn: Any, *args: Any) -> Any:
+    """Call a JavaScript function that answers at once (no Promise), converting both ways."""
+    _require()
+    return from_js(fn(*(to_js(a) for a in args)))
 
 
 async def iterate_js(fn: Any, *args: Any) -> AsyncGenerator[Any, None]:

@@ -17,13 +17,14 @@ from contextlib import aclosing
 from types import SimpleNamespace
 from typing import Any, AsyncIterator, Callable
 
-from ._js import call_js, from_js, js_abort_signal, js_callable, js_facing
+from ._js import call_js, call_js_now, from_js, js_abort_signal, js_callable, js_facing
 from .abort import Abort
 from .agent import Agent
 from .durable import RunRecord
 from .errors import AerixError
 from .events import Event
 from .tools import ToolContext, WaitingForApproval, tool
+from .trust import Invoker, require_tool_permission
 
 __all__ = ["PageAgent", "create_agent", "event_view", "run_view", "server_model"]
 
@@ -55,22 +56,30 @@ class PageAgent:
         self.agent = agent
 
     @js_facing
-    def run(self, prompt: str, signal: Any = None, run_id: str | None = None, idempotency_key: str | None = None) -> AsyncIterator[dict[str, Any]]:
+    def run(
+        self, prompt: str, signal: Any = None, run_id: str | None = None, idempotency_key: str | None = None, invoker: Any = None
+    ) -> AsyncIterator[dict[str, Any]]:
         rid, key = (None if v is None else str(v) for v in (run_id, idempotency_key))
-        return _views(signal, lambda abort: self.agent.run(str(prompt), abort, run_id=rid, idempotency_key=key))
+        return _views(signal, lambda abort: self.agent.run(str(prompt), abort, run_id=rid, idempotency_key=key, invoker=invoker))
 
     @js_facing
     def resume(self, run_id: str, signal: Any = None) -> AsyncIterator[dict[str, Any]]:
         return _views(signal, lambda abort: self.agent.resume(str(run_id), abort))
 
     @js_facing
-    def approve(self, run_id: str, approval_id: str, approved: bool, reason: str | None = None, signal: Any = None) -> AsyncIterator[dict[str, Any]]:
+    def approve(
+        self, run_id: str, approval_id: str, approved: bool, reason: str | None = None, signal: Any = None, approver: Any = None
+    ) -> AsyncIterator[dict[str, Any]]:
         reason = None if reason is None else str(reason)
-        return _views(signal, lambda abort: self.agent.approve(str(run_id), str(approval_id), bool(approved), reason, abort))
+        return _views(signal, lambda abort: self.agent.approve(str(run_id), str(approval_id), bool(approved), reason, abort, approver=approver))
 
     @js_facing
-    async def start(self, prompt: str, run_id: str | None = None, idempotency_key: str | None = None) -> dict[str, Any]:
-        return run_view(await self.agent.start(str(prompt), run_id, idempotency_key))
+    async def start(self, prompt: str, run_id: str | None = None, idempotency_key: str | None = None, invoker: Any = None) -> dict[str, Any]:
+        return run_view(await self.agent.start(str(prompt), run_id, idempotency_key, invoker=invoker))
+
+    @js_facing
+    async def drain(self) -> None:
+        await self.agent.drain()
 
     @js_facing
     async def runs(self) -> list[dict[str, Any]]:
@@ -132,6 +141,8 @@ def run_view(record: RunRecord) -> dict[str, Any]:
         "createdAt": record.created_at,
         "updatedAt": record.updated_at,
         "ending": record.ending,
+        "invoker": record.invoker,
+        "error": record.error,
         "approval": None
         if pending is None
         else {
@@ -146,9 +157,12 @@ def run_view(record: RunRecord) -> dict[str, Any]:
 
 
 def create_agent(model: Any, options: Any) -> PageAgent:
-    """Build an Agent from the JS options ``{instructions, tools, limits, hooks, generation, constrain, durable, store}``."""
+    """Build an Agent from the JS options ``{instructions, tools, limits, hooks, generation,
+    constrain, durable, store, name, onTainted, toolPolicy}``; ``toolPolicy`` is
+    ``{withoutInvoker: "allow" | "deny"}`` (aerix.require_tool_permission) or a function
+    ``(agent, tool, invoker) => boolean``."""
     opts = _dict(from_js(options), "agent options")
-    known = {"instructions", "tools", "limits", "hooks", "generation", "constrain", "durable", "store"}
+    known = {"instructions", "tools", "limits", "hooks", "generation", "constrain", "durable", "store", "name", "onTainted", "toolPolicy"}
     unknown = sorted(set(opts) - known)
     if unknown:
         raise AerixError("options", f"unknown agent option(s) {unknown}; known: {sorted(known)}")
@@ -172,8 +186,28 @@ def create_agent(model: Any, options: Any) -> PageAgent:
         constrain=opts.get("constrain", True),
         hooks=hooks,
         store=store,
+        name=opts.get("name", "agent"),
+        on_tainted=opts.get("onTainted", "approve"),
+        tool_policy=_js_policy(opts.get("toolPolicy")),
     )
     return PageAgent(agent)
+
+
+def _js_policy(policy: Any) -> Any:
+    if policy is None:
+        return None
+    if isinstance(policy, dict):
+        unknown = sorted(set(policy) - {"withoutInvoker"})
+        if unknown:
+            raise AerixError("options", f"unknown toolPolicy option(s) {unknown}; known: ['withoutInvoker']")
+        return require_tool_permission(without_invoker=policy.get("withoutInvoker", "deny"))
+    if not callable(policy):
+        raise AerixError("options", "toolPolicy must be {withoutInvoker} or a function (agent, tool, invoker) => boolean")
+
+    def js_policy(agent: str, tool_name: str, invoker: Invoker | None) -> bool:
+        return call_js_now(policy, agent, tool_name, None if invoker is None else invoker.to_dict()) is True
+
+    return js_policy
 
 
 def server_model(server: Any) -> Any:
@@ -201,6 +235,10 @@ def _js_tool(spec: Any) -> Any:
         raise AerixError("options", f"tool {spec.get('name')!r} needs a run function")
     effect = bool(spec.get("effect", False))
     applied = spec.get("alreadyApplied")
+    trust = _dict(spec.get("trust"), "a tool's trust")
+    unknown = sorted(set(trust) - {"taint", "guardWhenTainted"})
+    if unknown:
+        raise AerixError("options", f"tool {spec.get('name')!r}: unknown trust key(s) {unknown}; known: ['taint', 'guardWhenTainted']")
 
     async def run_js(input: dict[str, Any], ctx: ToolContext) -> Any:
         return await _with_js_ctx(ctx, lambda js_ctx: call_js(run, input, js_ctx))
@@ -215,7 +253,20 @@ def _js_tool(spec: Any) -> Any:
         run=run_js,
         effect=effect,
         already_applied=already_applied if applied is not None else None,
+        trust={k: _js_flag(trust[j]) for k, j in (("taint", "taint"), ("guard_when_tainted", "guardWhenTainted")) if j in trust},
+        timeout_s=spec.get("timeoutS"),
     )
+
+
+def _js_flag(flag: Any) -> Any:
+    """A trust flag from JavaScript: a boolean, or a function ``(input, ctx) => boolean``."""
+    if not callable(flag):
+        return flag
+
+    async def js_flag(input: dict[str, Any], ctx: ToolContext) -> Any:
+        return await _with_js_ctx(ctx, lambda js_ctx: call_js(flag, input, js_ctx))
+
+    return js_flag
 
 
 def _js_hook(name: str, fn: Any) -> Any:
@@ -253,7 +304,8 @@ async def _with_js_ctx(ctx: ToolContext, call: Any) -> Any:
     approve_js, release_approve = js_callable(approve)
     signal, release_signal = js_abort_signal(ctx.signal)  # for this call only: released below
     try:
-        value = await call({"signal": signal, "callId": ctx.call_id, "approve": approve_js})
+        invoker = None if ctx.invoker is None else ctx.invoker.to_dict()
+        value = await call({"signal": signal, "callId": ctx.call_id, "approve": approve_js, "invoker": invoker})
     except BaseException:
         if waiting:
             raise waiting[0] from None

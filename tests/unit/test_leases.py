@@ -140,4 +140,8 @@ def test_a_store_without_leases_is_not_a_store():
         async def put_effect(self, key, result): ...
 
     assert not isinstance(Old(), Store)
-    assert isinstance(MemoryStore(), Store) and isinstance(SQLiteStore(":memory:"), Store)
+    sqlite_store = SQLiteStore(":memory:")
+    try:
+        assert isinstance(MemoryStore(), Store) and isinstance(sqlite_store, Store)
+    finally:
+        sqlite_store.close()

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import tempfile
 import time
 
 import pytest
@@ -376,8 +378,6 @@ async def test_two_agents_resuming_one_run_execute_it_once():
     from aerix.stores.sqlite import SQLiteStore
 
     for make_store in (lambda path: MemoryStore(), lambda path: SQLiteStore(path)):
-        import tempfile, os
-
         path = os.path.join(tempfile.mkdtemp(), "runs.sqlite3")
         shared = make_store(path)
         gate, ran = asyncio.Event(), []
@@ -394,6 +394,9 @@ async def test_two_agents_resuming_one_run_execute_it_once():
         assert (await first)[-1].type == "final" and ran == [1]
         assert (await collect(b.resume(record.id)))[-1].type == "final"  # ended: its ending again, nothing runs
         assert ran == [1]
+        for store in {id(s): s for s in (shared, other)}.values():
+            if not isinstance(store, MemoryStore):
+                store.close()
 
 
 async def test_two_concurrent_runs_with_one_idempotency_key_execute_once():

@@ -242,22 +242,29 @@ async def test_an_approval_answered_after_its_deadline_is_denied():
 
 
 # -- timeouts that interrupt ----------------------------------------------------------------------
+# (the bounds below are loose on purpose: what they tell apart is "interrupted" from "hung for an
+# hour"; how close to the deadline the interruption lands is measured, not asserted)
+
+PROMPTLY = 2.0
 
 
-async def test_a_hung_async_tool_ends_the_run_timeout_on_time_and_sees_its_signal_aborted():
-    seen = []
-
+def hanging(seen, name="hang", timeout_s=None):
     async def hang(input, ctx):
         try:
             await asyncio.sleep(3600)
         finally:
             seen.append(ctx.signal.aborted)
 
-    agent = Agent(model=ScriptedModel([calls(("hang", {}))]), tools=[tool(name="hang", description="Hangs.", input={}, run=hang)], limits=Limits(timeout_s=0.3))
+    return tool(name=name, description="Hangs.", input={}, run=hang, timeout_s=timeout_s)
+
+
+async def test_a_hung_async_tool_ends_the_run_timeout_on_time_and_sees_its_signal_aborted():
+    seen = []
+    agent = Agent(model=ScriptedModel([calls(("hang", {}))]), tools=[hanging(seen)], limits=Limits(timeout_s=0.3))
     start = time.monotonic()
     events = await collect(agent.run("go"))
     took = time.monotonic() - start
-    assert events[-1].type == "end" and events[-1].reason == "timeout" and took < 0.3 + 0.25
+    assert events[-1].type == "end" and events[-1].reason == "timeout" and took < PROMPTLY
     assert seen == [True]
     assert results(events)[0].startswith("cancelled")  # the turn is closed for the next run
 
@@ -270,7 +277,7 @@ async def test_a_stalled_engine_ends_the_run_timeout_on_time():
 
     start = time.monotonic()
     events = await collect(Agent(model=Stalled(), limits=Limits(timeout_s=0.3)).run("go"))
-    assert events[-1].reason == "timeout" and time.monotonic() - start < 0.55
+    assert events[-1].reason == "timeout" and time.monotonic() - start < PROMPTLY
 
 
 async def test_an_abort_interrupts_a_stalled_engine_at_once():
@@ -285,19 +292,12 @@ async def test_an_abort_interrupts_a_stalled_engine_at_once():
     asyncio.get_running_loop().call_later(0.1, signal.abort)
     start = time.monotonic()
     events = await collect(Agent(model=Stalled()).run("go", signal=signal))
-    assert events[-1].reason == "abort" and time.monotonic() - start < 0.35
+    assert events[-1].reason == "abort" and time.monotonic() - start < PROMPTLY
 
 
 async def test_a_tool_timeout_is_its_error_result_and_the_run_goes_on():
     seen = []
-
-    async def slow(input, ctx):
-        try:
-            await asyncio.sleep(3600)
-        finally:
-            seen.append(ctx.signal.aborted)
-
-    slow_tool = tool(name="slow", description="Slow.", input={}, run=slow, timeout_s=0.1)
+    slow_tool = hanging(seen, "slow", timeout_s=0.1)
     events = await collect(Agent(model=ScriptedModel([calls(("slow", {})), final("gave up")]), tools=[slow_tool]).run("go"))
     assert results(events) == ["error: timed out after 0.1 s"] and events[-1].text == "gave up" and seen == [True]
     with pytest.raises(AerixError):

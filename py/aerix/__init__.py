@@ -14,7 +14,7 @@ from .errors import AerixError
 from .events import Call, End, Event, Final, Interrupted, Result, Retry, Taint, Text, Turn, Usage, Waiting
 from .limits import Hooks, Limits
 from .model import Model
-from .tools import Tool, ToolContext, tool
+from .tools import ContextKey, Tool, ToolContext, tool
 from .trust import Invoker, has_permission, require_tool_permission
 from .turn import parse_turn, system_message, turn_schema
 
@@ -26,6 +26,7 @@ __all__ = [
     "Agent",
     "Answer",
     "Call",
+    "ContextKey",
     "Decision",
     "End",
     "Event",

@@ -22,7 +22,7 @@ from .limits import Hooks, Limits
 from .loop import Loop, Memory
 from .state import Conversation, LoopState
 from .stores import Store
-from .tools import Tool
+from .tools import ContextKey, Tool
 from .trust import Invoker, ToolPolicy
 from .turn import system_message, turn_schema
 
@@ -71,6 +71,7 @@ class Agent:
         name: str = "agent",
         tool_policy: ToolPolicy | None = None,
         on_tainted: str = "approve",
+        context: dict[ContextKey, Any] | None = None,
     ) -> None:
         if not callable(getattr(model, "chat", None)):
             raise AerixError("options", f"model must have a chat(messages, options) method, got {type(model).__name__}")
@@ -90,6 +91,9 @@ class Agent:
             raise AerixError("options", "clock must be a function returning seconds")
         _check_trust_options(name, tool_policy, on_tainted)
         self.name, self.tool_policy, self.on_tainted = name, tool_policy, on_tainted
+        self.context: dict[ContextKey, Any] = {}
+        for key, value in (context or {}).items():
+            self.provide(key, value)
         self.model = model
         self.instructions = instructions
         self.constrain = constrain
@@ -120,6 +124,13 @@ class Agent:
 
     def tool_named(self, name: str) -> Tool:
         return self._by_name[name]
+
+    def provide(self, key: ContextKey, value: Any) -> None:
+        """Give tools and hooks ``value`` under ``key`` (``ctx.get(key)``), by reference: it is
+        never stored, so a resumed run sees what the Agent that resumes it provides."""
+        if not isinstance(key, ContextKey):
+            raise AerixError("options", f"context keys are aerix.ContextKey objects, got {type(key).__name__}")
+        self.context[key] = value
 
     def schema_for(self, invoker: Invoker | None) -> dict[str, Any] | None:
         """The turn schema of a run by ``invoker``: only the tools the policy lets it use (the

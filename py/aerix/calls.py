@@ -76,7 +76,17 @@ async def call_tool(loop: Loop, call: Call) -> tuple[Call, list[Taint | Result]]
     tool = agent.tool_named(call.tool)
     # the run's signal; a tool with its own timeout_s gets a child, which that timeout aborts alone
     signal = loop.signal if tool.timeout_s is None else Abort.following(loop.signal)
-    ctx = ToolContext(signal=signal, call_id=call.id, tool=call.tool, approver=loop.book.approver(call.id), invoker=loop.invoker)
+    ctx = ToolContext(
+        signal=signal,
+        call_id=call.id,
+        tool=call.tool,
+        approver=loop.book.approver(call.id),
+        invoker=loop.invoker,
+        context=agent.context,
+        state=loop.state_view,
+        artifacts=loop.artifacts,
+        channels=loop.channels,
+    )
     try:
         refused = _refused_by_policy(loop, tool)
         if refused is None:

@@ -99,6 +99,10 @@ class Loop:
         self.invoker = invoker
         self.schema = agent.schema_for(invoker)  # the tools this invoker may use
         self.book = book
+        # what a tool's ctx reaches besides the call (agent_state.py, artifacts.py, channels.py)
+        self.state_view: Any = None
+        self.artifacts: Any = None
+        self.channels: Any = None
         self.stop: Stop | None = None
         self._clock_base = agent.clock()
 

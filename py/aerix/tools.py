@@ -18,7 +18,7 @@ from .errors import AerixError, message_of
 from .trust import TrustFlag, check_trust
 from .fields import Field, nests_deeper, fields_from_function, fields_from_map, fields_from_model, json_type, model_for, validation_text
 
-__all__ = ["Decision", "Field", "Tool", "ToolContext", "WaitingForApproval", "run_tool", "tool"]
+__all__ = ["ContextKey", "Decision", "Field", "Tool", "ToolContext", "WaitingForApproval", "run_tool", "tool"]
 
 RESULT_DEPTH = 100  # a tool's value nested deeper than this is an error result, not JSON
 NAME = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
@@ -47,6 +47,20 @@ class WaitingForApproval(BaseException):
 
 
 @dataclass(frozen=True)
+class ContextKey:
+    """A name for a value the developer provides to tools and hooks (a client, a session):
+    ``Agent(context={key: value})`` or ``agent.provide(key, value)``, read as ``ctx.get(key)``.
+    Values are held by reference, never stored or serialised: a resumed run gets what the Agent
+    that resumes it provides."""
+
+    name: str
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not self.name:
+            raise AerixError("options", f"ContextKey needs a non-empty name, got {self.name!r}")
+
+
+@dataclass(frozen=True)
 class ToolContext:
     """What a running tool gets besides its input: the call's ``signal`` (aborted when the run
     is aborted or times out, or the tool's own ``timeout_s`` passes), the ``call_id``, and the
@@ -62,6 +76,21 @@ class ToolContext:
     tool: str
     approver: Callable[..., Any] | None = field(default=None, repr=False, compare=False)
     invoker: Any = None
+    context: dict[ContextKey, Any] = field(default_factory=dict, repr=False, compare=False)
+    state: Any = field(default=None, repr=False, compare=False)  # the agent's state (agent_state.py)
+    artifacts: Any = field(default=None, repr=False, compare=False)  # the run's artifacts (artifacts.py)
+    channels: Any = field(default=None, repr=False, compare=False)  # the agent's channels (channels.py)
+
+    def get(self, key: ContextKey, default: Any = None) -> Any:
+        """The value provided for ``key``, or ``default``."""
+        return self.context.get(key, default)
+
+    def get_or_fail(self, key: ContextKey) -> Any:
+        """The value provided for ``key``; ``AerixError(kind="options")`` naming it if none was."""
+        if key not in self.context:
+            known = ", ".join(sorted(k.name for k in self.context)) or "none"
+            raise AerixError("options", f"no value provided for context key {key.name!r} (provided: {known}); give the Agent context={{key: value}} or call agent.provide(key, value)")
+        return self.context[key]
 
     async def approve(self, title: str, body: str | None = None, timeout_s: float = 86400) -> Any:
         if self.approver is None:

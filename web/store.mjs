@@ -22,7 +22,7 @@
  * @module store
  */
 
-const VERSION = 2; // 2: leases
+const VERSION = 3; // 2: leases; 3: agent state and artifacts
 
 function request(req) {
   return new Promise((resolve, reject) => {
@@ -43,6 +43,11 @@ function open(name) {
       db.createObjectStore("effects");
     }
     if (event.oldVersion < 2) db.createObjectStore("leases", { keyPath: "name" });
+    if (event.oldVersion < 3) {
+      db.createObjectStore("state"); // agent name -> JSON text of its state (agent_state.py)
+      const artifacts = db.createObjectStore("artifacts", { keyPath: "id" }); // {id, run_id, meta (JSON text), data (Blob)}
+      artifacts.createIndex("run_id", "run_id");
+    }
   };
   return request(req).then((db) => {
     // a newer page (another tab) upgrading the database, or destroy(): let it go on

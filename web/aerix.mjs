@@ -146,7 +146,7 @@ async function* events(stream) {
 
 function ending(events) {
   const last = events[events.length - 1];
-  if (last.type === "final") return { text: last.text, thought: last.thought ?? null, events };
+  if (last.type === "final") return { text: last.text, thought: last.thought ?? null, output: last.output ?? null, events };
   const why = {
     waiting: () => `the run waits for approval ${last.approvalId}: ${last.title}`,
     interrupted: () => `the run was interrupted: ${last.message}`,

@@ -24,6 +24,7 @@ from .state import Conversation, LoopState
 from .stores import Store
 from .tools import ContextKey, Tool
 from .trust import Invoker, ToolPolicy
+from .output import Output
 from .turn import system_message, turn_schema
 
 __all__ = ["Agent", "Answer"]
@@ -35,11 +36,13 @@ _RESERVED = frozenset({"messages", "stream", "max_tokens", "response_format", "s
 
 @dataclass(frozen=True)
 class Answer:
-    """What ``Agent.ask`` returns: the final text, its thought, and every event of the run."""
+    """What ``Agent.ask`` returns: the final text, its thought, every event of the run, and
+    with ``Agent(output=...)`` the answer as that model's instance (or the schema's JSON)."""
 
     text: str
     thought: str | None
     events: list[Event] = field(repr=False)
+    output: Any = None
 
 
 class Agent:
@@ -72,6 +75,7 @@ class Agent:
         tool_policy: ToolPolicy | None = None,
         on_tainted: str = "approve",
         context: dict[ContextKey, Any] | None = None,
+        output: Any = None,
     ) -> None:
         if not callable(getattr(model, "chat", None)):
             raise AerixError("options", f"model must have a chat(messages, options) method, got {type(model).__name__}")
@@ -99,8 +103,9 @@ class Agent:
         self.constrain = constrain
         self.store = store
         self.clock = clock or time.time
-        self.system = system_message(instructions, self.tools)
-        self.schema = turn_schema(self.tools) if constrain else None
+        self.output = Output.of(output)
+        self.system = system_message(instructions, self.tools, self.output)
+        self.schema = turn_schema(self.tools, self.output) if constrain else None
         self._by_name = {t.name: t for t in self.tools}
         self._runs = Runs(self, store) if store is not None else None
         self._running = False
@@ -141,7 +146,7 @@ class Agent:
         if allowed == self.tool_names:
             return self.schema
         if allowed not in self._schemas:
-            self._schemas[allowed] = turn_schema([t for t in self.tools if t.name in allowed])
+            self._schemas[allowed] = turn_schema([t for t in self.tools if t.name in allowed], self.output)
         return self._schemas[allowed]
 
     def reset(self) -> None:
@@ -177,7 +182,7 @@ class Agent:
     async def ask(self, prompt: str, signal: Any = None, *, invoker: Invoker | dict[str, Any] | None = None) -> Answer:
         """Run to the ending. A final returns an :class:`Answer`; any other ending raises
         ``AerixError(kind="end")`` with its ``reason`` and ``events``."""
-        return await _answer(self.run(prompt, signal, invoker=invoker))
+        return await _answer(self.run(prompt, signal, invoker=invoker), self.output)
 
     async def drain(self) -> None:
         """Take no new run (each is ``busy`` from now on); the run going now stops at its next
@@ -285,14 +290,15 @@ class Agent:
         return self._runs
 
 
-async def _answer(stream: AsyncGenerator[Event, None]) -> Answer:
+async def _answer(stream: AsyncGenerator[Event, None], output: Output | None = None) -> Answer:
     events: list[Event] = []
     async with aclosing(stream) as s:
         async for ev in s:
             events.append(ev)
     last = events[-1]
     if isinstance(last, Final):
-        return Answer(last.text, last.thought, events)
+        value = None if output is None or last.output is None else output.revive(last.output)
+        return Answer(last.text, last.thought, events, value)
     if isinstance(last, Waiting):
         raise AerixError("end", f"the run is waiting for approval {last.approval_id}: {last.title}", reason="waiting", events=events)
     if isinstance(last, Interrupted):

@@ -117,11 +117,20 @@ class Retry(_EventBase):
 
 @dataclass(frozen=True)
 class Final(_EventBase):
-    """The run's ending with an answer."""
+    """The run's ending with an answer. With structured output (``Agent(output=...)``),
+    ``output`` is the answer as plain JSON and ``text`` is that JSON written out; otherwise
+    ``output`` is ``None`` and left out of ``to_dict()``."""
 
     text: str
     thought: str | None
+    output: Any = None
     type: Literal["final"] = field(default="final", init=False)
+
+    def to_dict(self) -> dict[str, Any]:
+        out = super().to_dict()
+        if out["output"] is None:
+            del out["output"]
+        return out
 
 
 @dataclass(frozen=True)

@@ -250,7 +250,7 @@ class Loop:
         try:
             if gen.unusable is not None:
                 raise TurnRefused(f"engine output: {gen.unusable}")
-            turn = parse_turn(gen.text, self.agent.tool_names)
+            turn = parse_turn(gen.text, self.agent.tool_names, self.agent.output)
         except TurnRefused as refused:
             st.refused_in_row += 1
             cut = gen.finish == "length"
@@ -268,7 +268,7 @@ class Loop:
         st.refused_in_row = 0
         conversation.add("assistant", gen.text)
         calls = tuple(Call(conversation.new_call_id(), c.tool, c.input) for c in turn.calls)
-        st.pending = Pending(Turn(st.generations, turn.thought, calls), turn.final)
+        st.pending = Pending(Turn(st.generations, turn.thought, calls), turn.final, output=turn.output)
         await self.checkpoint()
         return st.pending.turn
 
@@ -283,7 +283,7 @@ class Loop:
             return
         self.state.pending = None
         if more is None:
-            self.stop = Final(pending.final, pending.turn.thought)
+            self.stop = Final(pending.final, pending.turn.thought, pending.output)
             return
         self.conversation.add("user", more)
         await self.checkpoint()

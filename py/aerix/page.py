@@ -158,11 +158,12 @@ def run_view(record: RunRecord) -> dict[str, Any]:
 
 def create_agent(model: Any, options: Any) -> PageAgent:
     """Build an Agent from the JS options ``{instructions, tools, limits, hooks, generation,
-    constrain, durable, store, name, onTainted, toolPolicy}``; ``toolPolicy`` is
+    constrain, durable, store, name, onTainted, toolPolicy, output}``; ``output`` is ``{schema}``
+    (structured output); ``toolPolicy`` is
     ``{withoutInvoker: "allow" | "deny"}`` (aerix.require_tool_permission) or a function
     ``(agent, tool, invoker) => boolean``."""
     opts = _dict(from_js(options), "agent options")
-    known = {"instructions", "tools", "limits", "hooks", "generation", "constrain", "durable", "store", "name", "onTainted", "toolPolicy"}
+    known = {"instructions", "tools", "limits", "hooks", "generation", "constrain", "durable", "store", "name", "onTainted", "toolPolicy", "output"}
     unknown = sorted(set(opts) - known)
     if unknown:
         raise AerixError("options", f"unknown agent option(s) {unknown}; known: {sorted(known)}")
@@ -189,8 +190,19 @@ def create_agent(model: Any, options: Any) -> PageAgent:
         name=opts.get("name", "agent"),
         on_tainted=opts.get("onTainted", "approve"),
         tool_policy=_js_policy(opts.get("toolPolicy")),
+        output=_js_output(opts.get("output")),
     )
     return PageAgent(agent)
+
+
+def _js_output(output: Any) -> Any:
+    """``output: {schema}``: the JSON Schema the final answer follows (aerix.output)."""
+    if output is None:
+        return None
+    spec = _dict(output, "output")
+    if set(spec) != {"schema"}:
+        raise AerixError("options", f"output must be {{schema: <a JSON Schema>}}, got keys {sorted(spec)}")
+    return spec["schema"]
 
 
 def _js_policy(policy: Any) -> Any:

@@ -45,6 +45,7 @@ class Pending:
     turn: Turn
     final: str | None
     results: list[Result] = field(default_factory=list)
+    output: Any = None  # with structured output: the final answer as plain JSON
 
     @property
     def calls_left(self) -> tuple[Call, ...]:
@@ -60,13 +61,14 @@ class Pending:
             "final": self.final,
             "calls": [{"id": c.id, "tool": c.tool, "input": c.input} for c in self.turn.calls],
             "results": [[r.id, r.tool, r.text, r.error] for r in self.results],
+            **({} if self.output is None else {"output": self.output}),
         }
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Pending:
         calls = tuple(Call(c["id"], c["tool"], c["input"]) for c in data["calls"])
         results = [Result(i, t, text, error) for i, t, text, error in data["results"]]
-        return cls(Turn(data["turn"], data["thought"], calls), data["final"], results)
+        return cls(Turn(data["turn"], data["thought"], calls), data["final"], results, data.get("output"))
 
 
 @dataclass

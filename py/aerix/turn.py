@@ -19,6 +19,7 @@ from functools import lru_cache
 from typing import Any, Sequence
 
 from .fields import NO_DEFAULT
+from .output import Output
 from .tools import Tool
 
 __all__ = [
@@ -43,17 +44,18 @@ THOUGHT_CHARS = 600
 MAX_DEPTH = 64  # a valid turn nests 4 levels; deeper JSON is refused before anything copies it
 
 
-def turn_schema(tools: Sequence[Tool]) -> dict[str, Any]:
+def turn_schema(tools: Sequence[Tool], output: Output | None = None) -> dict[str, Any]:
     """The JSON Schema of one turn for these tools.
 
     ``thought`` is required and first in both branches so the model reasons before it commits
     (parsing still accepts a turn without one). Calls name a known tool (``const``) with an input
-    of that tool's shape; 1 to 8 of them. With no tools only the final branch exists.
+    of that tool's shape; 1 to 8 of them. With no tools only the final branch exists. With an
+    ``output``, the final is that schema instead of a string.
     """
     thought = {"type": "string"}
     final = {
         "type": "object",
-        "properties": {"thought": thought, "final": {"type": "string"}},
+        "properties": {"thought": thought, "final": {"type": "string"} if output is None else output.schema},
         "required": ["thought", "final"],
         "additionalProperties": False,
     }
@@ -107,9 +109,10 @@ class ParsedTurn:
     thought: str | None
     calls: tuple[ParsedCall, ...]  # empty for a final
     final: str | None
+    output: Any = None  # with structured output: the final as plain JSON (``final`` is it, written out)
 
 
-def parse_turn(text: str, tool_names: Sequence[str] | frozenset[str]) -> ParsedTurn:
+def parse_turn(text: str, tool_names: Sequence[str] | frozenset[str], output: Output | None = None) -> ParsedTurn:
     """Read one reply; raise :class:`TurnRefused` on bad JSON (a number out of a float's range
     included), an unknown tool, an empty calls list, or a reply that is neither calls nor final. Keeps the first 8 calls and cuts the
     thought to 600 characters."""
@@ -133,6 +136,12 @@ def parse_turn(text: str, tool_names: Sequence[str] | frozenset[str]) -> ParsedT
     if has_calls == has_final:
         which = "both" if has_calls else "neither"
         raise TurnRefused(f'not a turn: a turn has either "calls" or "final", this one has {which}')
+    if has_final and output is not None:
+        try:
+            _, plain = output.check(data["final"])
+        except ValueError as e:
+            raise TurnRefused(f"bad final: {e}") from None
+        return ParsedTurn(thought, (), json.dumps(plain, ensure_ascii=False), plain)
     if has_final:
         if not isinstance(data["final"], str):
             raise TurnRefused('not a turn: "final" must be a string')
@@ -201,8 +210,9 @@ def _unfence(text: str) -> str:
 # -- what the loop says --------------------------------------------------------------------
 
 
-def system_message(instructions: str, tools: Sequence[Tool]) -> str:
-    """The system message: the instructions, then the contract and the tools."""
+def system_message(instructions: str, tools: Sequence[Tool], output: Output | None = None) -> str:
+    """The system message: the instructions, then the contract and the tools (and, with an
+    ``output``, the schema the final answer follows)."""
     view = [
         {
             "name": t.name,
@@ -221,7 +231,8 @@ def system_message(instructions: str, tools: Sequence[Tool]) -> str:
         }
         for t in tools
     ]
-    text: str = _template().render(instructions=instructions.strip(), tools=view, max_calls=MAX_CALLS)
+    shape = None if output is None else output.text()
+    text: str = _template().render(instructions=instructions.strip(), tools=view, max_calls=MAX_CALLS, output=shape)
     return text.strip() + "\n"
 
 

@@ -130,6 +130,13 @@ class Agent:
     def tool_named(self, name: str) -> Tool:
         return self._by_name[name]
 
+    def as_tool(self, name: str, description: str) -> Tool:
+        """This agent as a tool for another: input ``{"task": str}``, result its final answer
+        (see :mod:`aerix.subagents`)."""
+        from .subagents import agent_tool
+
+        return agent_tool(self, name, description)
+
     def provide(self, key: ContextKey, value: Any) -> None:
         """Give tools and hooks ``value`` under ``key`` (``ctx.get(key)``), by reference: it is
         never stored, so a resumed run sees what the Agent that resumes it provides."""

@@ -1,0 +1,57 @@
+"""Agents as tools: ``agent.as_tool(name, description)``.
+
+The tool's input is ``{"task": str}``; each call runs the agent on that task in a conversation of
+its own (its system message, then the task), under the calling run's signal, so the parent's
+abort and ``timeout_s`` stop it too; its own ``Limits`` bound its turns and tokens (the parent's
+``max_total_tokens`` does not count them). Its invoker is the parent run's. The result is the
+sub-agent's final answer (its output JSON, with structured output); any other ending is the
+call's error result, naming the reason. It is an effect tool, so a durable parent records the
+answer once and a resumed parent does not ask the sub-agent again.
+"""
+
+from __future__ import annotations
+
+from contextlib import aclosing
+from typing import TYPE_CHECKING, Any
+
+from .errors import AerixError
+from .events import End, Final
+from .loop import Loop, Memory
+from .state import Conversation, LoopState
+from .tools import Tool, ToolContext, tool
+
+if TYPE_CHECKING:
+    from .agent import Agent
+
+__all__ = ["agent_tool"]
+
+
+class SubAgentEnded(Exception):
+    """The sub-agent's run ended without an answer; the message becomes the call's error result."""
+
+
+def agent_tool(agent: Agent, name: str, description: str) -> Tool:
+    """A tool that runs ``agent`` on the task it is given."""
+    if not isinstance(description, str) or not description.strip():
+        raise AerixError("options", f"as_tool({name!r}) needs a description of what the agent does")
+
+    async def run(input: dict[str, Any], ctx: ToolContext) -> str:
+        conversation = Conversation([{"role": "system", "content": agent.system}])
+        conversation.add("user", input["task"])
+        loop = Loop(agent, conversation, LoopState(), ctx.signal, Memory(), ctx.invoker)
+        last: Any = None
+        async with aclosing(loop.events()) as events:
+            async for ev in events:
+                last = ev
+        if isinstance(last, Final):
+            return last.text
+        why = f"{last.reason}: {last.message}" if isinstance(last, End) else "no ending"
+        raise SubAgentEnded(f"the agent {agent.name!r} ended without an answer ({why})")
+
+    return tool(
+        name=name,
+        description=description,
+        input={"task": {"type": "string", "required": True, "description": "What to do, in full: the agent sees only this"}},
+        run=run,
+        effect=True,
+    )

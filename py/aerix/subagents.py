@@ -48,10 +48,11 @@ def agent_tool(agent: Agent, name: str, description: str) -> Tool:
         why = f"{last.reason}: {last.message}" if isinstance(last, End) else "no ending"
         raise SubAgentEnded(f"the agent {agent.name!r} ended without an answer ({why})")
 
-    return tool(
+    made: Tool = tool(
         name=name,
         description=description,
         input={"task": {"type": "string", "required": True, "description": "What to do, in full: the agent sees only this"}},
         run=run,
         effect=True,
     )
+    return made

@@ -11,6 +11,7 @@
  *               run: async ({ city }, { signal, callId }) => `Sunny in ${city}` }],
  *     limits: { turns: 8, maxTokens: 384 },
  *     hooks: { beforeCall: (call) => null },
+ *     channels: [{ name: "toast", out: (message) => showToast(message) }],  // a tool: await ctx.emit("toast", body, { title })
  *   });
  *   for await (const ev of agent.run("Umbrella for Lisbon?", { signal })) console.log(ev);
  *   const answer = await agent.ask("And for Porto?");   // { text, thought, events }
@@ -132,12 +133,41 @@ globalThis.addEventListener?.("pagehide", () => {
   for (const py of durableAgents) py.interrupt();
 });
 
+/**
+ * An aerix error from Python as JavaScript sees it: an Error named "AerixError" with `kind`
+ * ("options", "busy", "store", ...), `reason` where it has one, and the message alone. Pyodide
+ * hands over a PythonError whose message is the whole traceback; its last line is marked
+ * `[aerix:<kind>[:<reason>]] <message>` (py/aerix/_js.py). Other errors pass unchanged.
+ */
+function aerixError(e) {
+  const lines = String(e?.message ?? "").split("\n").reverse();
+  for (const line of lines) {
+    const found = /\[aerix:([a-z]+)(?::([A-Za-z0-9_]+))?\] (.*)/.exec(line);
+    if (found) return Object.assign(new Error(found[3]), { name: "AerixError", kind: found[1], reason: found[2] ?? null });
+  }
+  return e;
+}
+
+/** `fn`, with an aerix error it throws (or its promise rejects with) made readable. */
+function readable(fn) {
+  return (...args) => {
+    try {
+      const value = fn(...args);
+      return typeof value?.then === "function" ? value.then(undefined, (e) => Promise.reject(aerixError(e))) : value;
+    } catch (e) {
+      throw aerixError(e);
+    }
+  };
+}
+
 /** A Python async iterator of events as a JS one; leaving the loop early closes the Python side. */
 async function* events(stream) {
   let done = false;
   try {
     for await (const ev of stream) yield ev;
     done = true;
+  } catch (e) {
+    throw aerixError(e);
   } finally {
     if (!done) await stream.return?.();
     stream.destroy?.();
@@ -157,15 +187,20 @@ function ending(events) {
   throw Object.assign(error, { reason, events });
 }
 
-function wrapAgent(py, durable) {
-  if (durable) durableAgents.add(py);
+function wrapAgent(agent, durable) {
+  if (durable) durableAgents.add(agent);
+  // every call into Python gives an aerix error as an Error named "AerixError" with its `kind`
+  const py = new Proxy(agent, { get: (target, name) => (typeof target[name] === "function" ? readable((...args) => target[name](...args)) : target[name]) });
   return {
     /**
      * An async iterator of events; stop it with `{ signal }` (an AbortSignal) or by breaking out.
      * `{ invoker: {id, kind, name, permissions} }` says who starts it (tools see `ctx.invoker`).
+     * `{ attachments: [File | Blob | {data, mediaType, filename}] }`: files kept as the run's first
+     * artifacts (an `artifact` event each) and listed to the model after the prompt.
      * A durable agent also takes `{ runId, idempotencyKey }`.
      */
-    run: (prompt, { signal, runId, idempotencyKey, invoker } = {}) => events(py.run(prompt, signal ?? null, runId ?? null, idempotencyKey ?? null, invoker ?? null)),
+    run: (prompt, { signal, runId, idempotencyKey, invoker, attachments } = {}) =>
+      events(py.run(prompt, signal ?? null, runId ?? null, idempotencyKey ?? null, invoker ?? null, attachments ?? null)),
     /** Run to the ending: `{ text, thought, events }` on a final; otherwise throws with `reason` and `events`. */
     async ask(prompt, options = {}) {
       const all = [];
@@ -180,6 +215,20 @@ function wrapAgent(py, durable) {
     /** Answer a waiting run's approval (`approver`: who answers) and continue it. */
     approve: (runId, approvalId, approved, { reason, signal, approver } = {}) =>
       events(py.approve(runId, approvalId, approved, reason ?? null, signal ?? null, approver ?? null)),
+    /**
+     * An artifact of any of this agent's runs: `{ meta: {id, runId, mediaType, filename, size, sha256},
+     * blob }`, the Blob of its bytes (`URL.createObjectURL(blob)` makes a download link). A missing
+     * id rejects with an Error named "AerixError", `reason` "artifact_not_found".
+     */
+    async artifact(id) {
+      const found = await py.artifact(id);
+      if (found == null) {
+        throw Object.assign(new Error(`artifact_not_found: no artifact ${JSON.stringify(id)}`), { name: "AerixError", kind: "options", reason: "artifact_not_found" });
+      }
+      return { meta: found.meta, blob: new Blob([found.data], { type: found.meta.mediaType }) };
+    },
+    /** The artifacts of one run, in put order (its attachments first). */
+    artifacts: (runId) => py.artifacts(runId),
     /** Take no new run; the running one stops at its next checkpoint; resolves when none runs. */
     drain: () => py.drain(),
     /** Every run in the store, oldest first: `{id, prompt, status, approval, ending, ...}`. */
@@ -197,6 +246,6 @@ function wrapAgent(py, durable) {
       return py.schema();
     },
     /** The Python agent (a PyProxy), for code that wants to reach into Python. */
-    python: py,
+    python: agent,
   };
 }

@@ -3,7 +3,7 @@
 // The default model is the bundled one, trained on exactly these tools and instructions.
 // `window.demo` lets a headless browser drive it and read the transcript.
 import { boot } from "./aerix.mjs";
-import { INSTRUCTIONS, tools } from "./demo-tools.mjs";
+import { INSTRUCTIONS, tools as demoTools } from "./demo-tools.mjs";
 
 const $ = (id) => document.getElementById(id);
 const params = new URLSearchParams(location.search);
@@ -39,7 +39,28 @@ function notice(kind, text) {
 }
 
 const transcript = [];
-window.demo = { ready: false, running: false, transcript, error: null, server: SERVER?.baseUrl ?? null };
+window.demo = { ready: false, running: false, transcript, error: null, server: SERVER?.baseUrl ?? null, toasts: [] };
+
+// The "toast" channel: a tool that emits to it (ctx.emit("toast", body, {title})) shows a small
+// toast for a few seconds. The demo's own tools do not emit (the bundled model was trained on them
+// as they are): the channel is here for tools you add.
+function showToast(message) {
+  window.demo.toasts.push(message);
+  let box = $("toasts");
+  if (!box) {
+    box = document.createElement("div");
+    box.id = "toasts";
+    box.setAttribute("aria-live", "polite");
+    document.body.append(box);
+  }
+  const el = document.createElement("div");
+  el.className = "toast";
+  el.innerHTML = "<strong></strong><p></p>";
+  el.querySelector("strong").textContent = message.title ?? "";
+  el.querySelector("p").textContent = message.body;
+  box.append(el);
+  setTimeout(() => el.remove(), 5000);
+}
 
 function card(kind, title, body) {
   const el = document.createElement("div");
@@ -73,6 +94,19 @@ try {
   window.demo.error = String(e.message || e);
 }
 
+// "Treat tool results as untrusted web content": weather and time stand for tools that bring
+// text from outside (a web page, an e-mail), so their results taint the conversation, and
+// save_note stands for one that acts on the user's behalf, so once the conversation is tainted it
+// waits for the user's approval (docs/trust.md). Like the approval box, the box is read at each
+// call. The flags are not part of what the model sees: the system message and the turn schema
+// stay those the bundled model was trained on.
+const untrusted = () => $("untrusted").checked;
+// The box outlives a reload, so a run waiting on the guard is answered under the same flags.
+$("untrusted").checked = localStorage.getItem("aerix-demo-untrusted") === "1";
+$("untrusted").addEventListener("change", () => localStorage.setItem("aerix-demo-untrusted", untrusted() ? "1" : "0"));
+const TRUST = { weather: { taint: untrusted }, time: { taint: untrusted }, save_note: { guardWhenTainted: untrusted } };
+const tools = demoTools.map((t) => (TRUST[t.name] ? { ...t, trust: TRUST[t.name] } : t));
+
 // One durable agent per setting of the constraint box; runs live in IndexedDB, so a reload can
 // resume them. The approval box is read at each call, so a waiting run keeps its gate.
 const agents = new Map();
@@ -87,6 +121,7 @@ function agentFor(constrain) {
         generation: { temperature: 0 }, // the bundled model is small: greedy is what its eval measures
         constrain,
         durable: true,
+        channels: [{ name: "toast", out: showToast }],
         hooks: {
           beforeCall: async (call, ctx) => {
             if (!$("approve").checked) return null;
@@ -99,6 +134,7 @@ function agentFor(constrain) {
   }
   return agents.get(constrain);
 }
+window.demo.agent = () => agentFor($("constrain").checked); // the agent the next prompt goes to
 
 let controller = null;
 
@@ -126,6 +162,10 @@ async function show(agent, events) {
         if (ev.thought) card("thought", `Turn ${ev.turn} · thought`, ev.thought);
       } else if (ev.type === "call") {
         card("call", `Call ${ev.id} · ${ev.tool}`, JSON.stringify(ev.input));
+      } else if (ev.type === "taint") {
+        card("taint", `Untrusted content · from ${ev.source}`, `The result of ${ev.at} came from outside: from now on a note waits for your approval.`);
+      } else if (ev.type === "artifact") {
+        artifactCard(agent, ev);
       } else if (ev.type === "result") {
         card(`result${ev.error ? " error" : ""}`, `Result ${ev.id} · ${ev.tool}`, ev.text);
       } else if (ev.type === "retry") {
@@ -144,6 +184,27 @@ async function show(agent, events) {
     window.demo.running = false;
     $("run").disabled = false;
     $("stop").disabled = true;
+  }
+}
+
+// Object URLs of the download links shown; revoked when the log is cleared for a new prompt.
+const links = [];
+
+/** A file the run kept (an attachment, or a tool's put): a card with a link to download it, the
+ * Blob read back from the store through the JS API (agent.artifact). */
+async function artifactCard(agent, ev) {
+  const el = card("artifact", `File · ${ev.filename ?? ev.id}`, `${ev.mediaType} · ${ev.size} bytes`);
+  el.dataset.artifact = ev.id;
+  try {
+    const { meta, blob } = await agent.artifact(ev.id);
+    const link = document.createElement("a");
+    link.href = URL.createObjectURL(blob);
+    link.download = meta.filename ?? meta.id;
+    link.textContent = `Download ${meta.filename ?? meta.id}`;
+    links.push(link.href);
+    el.append(link);
+  } catch (e) {
+    el.querySelector("pre").textContent += `\n(could not read it back: ${e.message})`;
   }
 }
 
@@ -175,10 +236,13 @@ $("ask").addEventListener("submit", async (event) => {
   if (!prompt) return;
   $("log").replaceChildren();
   transcript.length = 0;
+  for (const url of links.splice(0)) URL.revokeObjectURL(url);
+  const attachments = [...$("files").files]; // kept as the run's first artifacts
+  $("files").value = "";
   controller = new AbortController();
   const agent = agentFor($("constrain").checked);
   card("prompt", "You", prompt);
-  await show(agent, agent.run(prompt, { signal: controller.signal }));
+  await show(agent, agent.run(prompt, { signal: controller.signal, ...(attachments.length ? { attachments } : {}) }));
 });
 
 $("stop").addEventListener("click", () => controller?.abort());

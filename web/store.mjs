@@ -45,7 +45,7 @@ function open(name) {
     if (event.oldVersion < 2) db.createObjectStore("leases", { keyPath: "name" });
     if (event.oldVersion < 3) {
       db.createObjectStore("state"); // agent name -> JSON text of its state (agent_state.py)
-      const artifacts = db.createObjectStore("artifacts", { keyPath: "id" }); // {id, run_id, meta (JSON text), data (Blob)}
+      const artifacts = db.createObjectStore("artifacts", { keyPath: "id" }); // {id, run_id, seq, meta (JSON text), data (Blob)}
       artifacts.createIndex("run_id", "run_id");
     }
   };
@@ -191,6 +191,36 @@ export function openStore(name = "aerix") {
     },
     getEffect: (key) => tx(["effects"], "readonly", async (t) => (await request(t.objectStore("effects").get(key))) ?? null),
     putEffect: (key, result) => tx(["effects"], "readwrite", async (t) => void (await request(t.objectStore("effects").put(result, key)))),
+    /** An agent's state (py/aerix/agent_state.py) as JSON text, by agent name; null if none. */
+    getState: (agent) => tx(["state"], "readonly", async (t) => (await request(t.objectStore("state").get(agent))) ?? null),
+    /** Replace an agent's state with this JSON text. */
+    putState: (agent, json) => tx(["state"], "readwrite", async (t) => void (await request(t.objectStore("state").put(json, agent)))),
+    /**
+     * Keep an artifact (py/aerix/artifacts.py): its meta as JSON text, its bytes (a Uint8Array) as a
+     * Blob of its media type. An id kept already is replaced in place: `seq`, the put order within
+     * its run, is taken from the run's count in the same transaction and kept on a replace.
+     */
+    putArtifact: (metaJson, data) => {
+      const meta = JSON.parse(metaJson);
+      const blob = new Blob([data], { type: meta.media_type });
+      return tx(["artifacts"], "readwrite", async (t) => {
+        const artifacts = t.objectStore("artifacts");
+        const kept = await request(artifacts.get(meta.id));
+        const seq = kept ? kept.seq : await request(artifacts.index("run_id").count(meta.run_id));
+        await request(artifacts.put({ id: meta.id, run_id: meta.run_id, seq, meta: metaJson, data: blob }));
+      });
+    },
+    /** `{meta (JSON text), data (Uint8Array)}`, or null when there is no such artifact. */
+    getArtifact: async (id) => {
+      const kept = await tx(["artifacts"], "readonly", async (t) => request(t.objectStore("artifacts").get(id)));
+      return kept ? { meta: kept.meta, data: new Uint8Array(await kept.data.arrayBuffer()) } : null;
+    },
+    /** The metas (JSON text) of one run's artifacts, in put order. */
+    listArtifacts: (runId) =>
+      tx(["artifacts"], "readonly", async (t) => {
+        const all = await request(t.objectStore("artifacts").index("run_id").getAll(runId));
+        return all.sort((a, b) => a.seq - b.seq).map((a) => a.meta);
+      }),
     /** Delete the database (tests, or a "forget everything" button). */
     destroy: async () => {
       for (const [lockName, { release }] of heldLocks) {

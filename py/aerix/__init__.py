@@ -8,10 +8,12 @@ from __future__ import annotations
 
 from .abort import Abort
 from .agent import Agent, Answer
+from .artifacts import Artifact
+from .channels import Channel, Message, console_channel
 from .durable import Decision, RunRecord
 from .engines.openai import OpenAIModel
 from .errors import AerixError
-from .events import Call, End, Event, Final, Interrupted, Result, Retry, Taint, Text, Turn, Usage, Waiting
+from .events import Call, End, Event, Final, Interrupted, NewArtifact, Result, Retry, Taint, Text, Turn, Usage, Waiting
 from .limits import Hooks, Limits
 from .model import Model
 from .tools import ContextKey, Tool, ToolContext, tool
@@ -25,7 +27,9 @@ __all__ = [
     "AerixError",
     "Agent",
     "Answer",
+    "Artifact",
     "Call",
+    "Channel",
     "ContextKey",
     "Decision",
     "End",
@@ -35,7 +39,9 @@ __all__ = [
     "Interrupted",
     "Invoker",
     "Limits",
+    "Message",
     "Model",
+    "NewArtifact",
     "OpenAIModel",
     "Result",
     "Retry",
@@ -47,6 +53,7 @@ __all__ = [
     "Turn",
     "Usage",
     "Waiting",
+    "console_channel",
     "has_permission",
     "parse_turn",
     "require_tool_permission",

@@ -16,13 +16,14 @@ from __future__ import annotations
 
 import functools
 import inspect
+import re
 import sys
 from typing import Any, AsyncGenerator, AsyncIterator, Awaitable, Callable
 
 from .abort import Abort
-from .errors import AerixError
+from .errors import KINDS, AerixError
 
-__all__ = ["IN_PYODIDE", "call_js", "call_js_now", "fetch_stream", "FetchStream", "from_js", "iterate_js", "js_abort_signal", "js_callable", "js_error", "js_facing", "js_listen", "js_module", "to_js"]
+__all__ = ["IN_PYODIDE", "blob_bytes", "call_js", "call_js_now", "fetch_stream", "FetchStream", "from_js", "iterate_js", "js_abort_signal", "js_callable", "js_error", "js_facing", "js_listen", "js_module", "marked", "to_js", "unmarked"]
 
 IN_PYODIDE = sys.platform == "emscripten"
 
@@ -44,16 +45,17 @@ def _require() -> None:
 
 def to_js(value: Any) -> Any:
     """A Python value as plain JavaScript: dicts become objects, lists arrays, ``None``
-    ``undefined``; a JavaScript value inside (a ``JsProxy``) goes as it is. Anything else is
-    refused rather than proxied, so nothing leaks."""
+    ``undefined``, ``bytes`` a ``Uint8Array`` (a copy); a JavaScript value inside (a ``JsProxy``)
+    goes as it is. Anything else is refused rather than proxied, so nothing leaks."""
     _require()
     return _to_js(value, dict_converter=js.Object.fromEntries, create_pyproxies=False)
 
 
 def from_js(value: Any) -> Any:
     """A JavaScript value as plain Python: plain objects become dicts, arrays lists, ``null`` and
-    ``undefined`` ``None`` (nested ones too). Functions and instances of classes (an
-    ``AbortSignal``, a ``Blob``) stay proxies, to be called or listened to; Python values pass."""
+    ``undefined`` ``None``, a ``Uint8Array`` (any typed array or ``ArrayBuffer``) ``bytes`` (nested
+    ones too). Functions and instances of classes (an ``AbortSignal``, a ``Blob``) stay proxies,
+    to be called or listened to (:func:`blob_bytes` reads a ``Blob``); Python values pass."""
     if isinstance(value, JsProxy):
         if str(getattr(value, "typeof", "")) == "function":
             return value  # to_py would drop the `this` of a method
@@ -66,7 +68,20 @@ def _none_for_null(value: Any) -> Any:
         return {k: _none_for_null(v) for k, v in value.items()}
     if isinstance(value, list):
         return [_none_for_null(v) for v in value]
+    if isinstance(value, memoryview):  # what to_py makes of a typed array: a copy, kept as bytes
+        return value.tobytes()
     return None if type(value).__name__ == "JsNull" else value
+
+
+async def blob_bytes(value: Any) -> Any:
+    """A JavaScript ``Blob`` (or ``File``) as the ``bytes`` it holds; any other value as it is."""
+    if isinstance(value, JsProxy) and callable(getattr(value, "arrayBuffer", None)):
+        try:
+            buffer = await value.arrayBuffer()
+        except JsException as e:
+            raise js_error(e) from None
+        return bytes(js.Uint8Array.new(buffer).to_bytes())
+    return value
 
 
 # -- Python called from JavaScript -------------------------------------------------------------
@@ -79,7 +94,10 @@ def js_facing(fn: Callable[..., Any]) -> Callable[..., Any]:
 
     @functools.wraps(fn)
     def call(*args: Any) -> Any:
-        result = fn(*(from_js(a) for a in args))
+        try:
+            result = fn(*(from_js(a) for a in args))
+        except AerixError as e:
+            raise marked(e) from None
         if hasattr(result, "__anext__"):
             return _items_to_js(result)
         if inspect.isawaitable(result):
@@ -89,14 +107,42 @@ def js_facing(fn: Callable[..., Any]) -> Callable[..., Any]:
     return call
 
 
+# An AerixError crosses into JavaScript as Pyodide's PythonError, whose message is the whole
+# traceback; its last line carries this mark, which aerix.mjs (and js_error, on the way back)
+# reads to give JavaScript an Error named "AerixError" with `kind`, `reason` and the message alone.
+_MARK = re.compile(r"\[aerix:([a-z]+)(?::([A-Za-z0-9_]+))?\] (.*)")
+
+
+def marked(e: AerixError) -> AerixError:
+    """``e`` with its kind (and reason) marked in its message, for JavaScript to read back."""
+    if _MARK.match(e.message):
+        return e
+    mark = f"[aerix:{e.kind}{':' + e.reason if e.reason else ''}] {e.message}"
+    return AerixError(e.kind, mark, reason=e.reason, events=e.events, problem=e.problem)
+
+
+def unmarked(text: str) -> tuple[str, str | None, str] | None:
+    """``(kind, reason, message)`` from the last marked line of ``text``, or ``None``."""
+    for line in reversed(text.splitlines()):
+        found = _MARK.search(line)
+        if found:
+            return found.group(1), found.group(2), found.group(3)
+    return None
+
+
 async def _awaited_to_js(awaitable: Awaitable[Any]) -> Any:
-    return to_js(await awaitable)
+    try:
+        return to_js(await awaitable)
+    except AerixError as e:
+        raise marked(e) from None
 
 
 async def _items_to_js(stream: AsyncIterator[Any]) -> AsyncGenerator[Any, None]:
     try:
         async for item in stream:
             yield to_js(item)
+    except AerixError as e:
+        raise marked(e) from None
     finally:
         close = getattr(stream, "aclose", None)
         if close is not None:
@@ -117,9 +163,14 @@ async def call_js(fn: Any, *args: Any) -> Any:
     """Call a JavaScript function: arguments through :func:`to_js`, the result (awaited if it is
     a Promise) through :func:`from_js`."""
     _require()
-    value = fn(*(to_js(a) for a in args))
-    if inspect.isawaitable(value):
-        value = await value
+    try:
+        value = fn(*(to_js(a) for a in args))
+        if inspect.isawaitable(value):
+            value = await value
+    except JsException as e:
+        if unmarked(str(getattr(e, "message", "") or e)) is not None:
+            raise js_error(e) from None  # our own error came back through JavaScript: as it was
+        raise
     return from_js(value)
 
 
@@ -161,6 +212,10 @@ def js_error(e: BaseException) -> AerixError:
     """A JavaScript error as an ``AerixError``: abort, unusable output, or an engine failure."""
     name = str(getattr(e, "name", "") or type(e).__name__)
     message = str(getattr(e, "message", "") or e)
+    found = unmarked(message)
+    if found is not None:  # our own error, back from JavaScript (a JS tool did not catch it)
+        kind, reason, text = found
+        return AerixError(kind if kind in KINDS else "engine", text, reason=reason)  # type: ignore[arg-type]
     if name == "AbortError":
         return AerixError("abort", message)
     if name == "EngineBadOutput":

@@ -15,13 +15,16 @@ from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import Any, AsyncGenerator, Callable, Sequence
 
+from .agent_state import AgentState, state_tools as tools_for_state
+from .artifacts import Artifact, File, RunArtifacts, attachments_note, check_attachments, list_artifacts, not_found, read_artifact
 from .durable import RunRecord, Runs
+from .channels import Channel, check_channels
 from .errors import AerixError
 from .events import End, Event, Final, Interrupted, Waiting
 from .limits import Hooks, Limits
 from .loop import Loop, Memory
 from .state import Conversation, LoopState
-from .stores import Store
+from .stores import MemoryStore, Store
 from .tools import ContextKey, Tool
 from .trust import Invoker, ToolPolicy
 from .output import Output
@@ -56,7 +59,8 @@ class Agent:
     ``approve`` and ``runs`` work on the runs kept there. ``name`` names the agent in
     permissions (``tool:<name>:<tool>``); ``tool_policy`` decides which tools an invoker may use;
     ``on_tainted`` what a guarded tool does once the conversation is tainted (see
-    :mod:`aerix.trust`).
+    :mod:`aerix.trust`). ``channels`` are where tools send messages, each once per run
+    (``ctx.channels.find_one(name).emit(body)``, see :mod:`aerix.channels`).
     """
 
     def __init__(
@@ -74,7 +78,10 @@ class Agent:
         name: str = "agent",
         tool_policy: ToolPolicy | None = None,
         on_tainted: str = "approve",
+        state: dict[str, Any] | None = None,
+        state_tools: bool = False,
         context: dict[ContextKey, Any] | None = None,
+        channels: Sequence[Channel] = (),
         output: Any = None,
     ) -> None:
         if not callable(getattr(model, "chat", None)):
@@ -88,20 +95,24 @@ class Agent:
         if not isinstance(constrain, bool):
             raise AerixError("options", f"constrain must be True or False, got {constrain!r}")
         if store is not None and not isinstance(store, Store):
-            methods = ("create_run", "get_run", "save_run", "list_runs", "get_effect", "put_effect", "acquire_lease", "release_lease", "get_lease")
+            methods = ("create_run", "get_run", "save_run", "list_runs", "get_effect", "put_effect", "acquire_lease", "release_lease", "get_lease", "get_state", "put_state", "put_artifact", "get_artifact", "list_artifacts")
             missing = [m for m in methods if not callable(getattr(store, m, None))]
             raise AerixError("options", f"store lacks {missing}: see aerix.stores.Store")
         if clock is not None and not callable(clock):
             raise AerixError("options", "clock must be a function returning seconds")
         _check_trust_options(name, tool_policy, on_tainted)
         self.name, self.tool_policy, self.on_tainted = name, tool_policy, on_tainted
+        self.state = AgentState(name, state, store)  # agent.state and ctx.state (agent_state.py)
+        self.tools = _check_tools([*self.tools, *tools_for_state(self.state, state_tools)])
         self.context: dict[ContextKey, Any] = {}
         for key, value in (context or {}).items():
             self.provide(key, value)
+        self.channels = check_channels(channels)  # name -> channel (channels.py)
         self.model = model
         self.instructions = instructions
         self.constrain = constrain
         self.store = store
+        self.artifact_store: Any = store if store is not None else MemoryStore()  # artifacts.py; in memory without a store
         self.clock = clock or time.time
         self.output = Output.of(output)
         self.system = system_message(instructions, self.tools, self.output)
@@ -170,26 +181,43 @@ class Agent:
         idempotency_key: str | None = None,
         invoker: Invoker | dict[str, Any] | None = None,
         concurrency_key: str | None = None,
+        attachments: Sequence[Any] | None = None,
     ) -> AsyncGenerator[Event, None]:
         """Continue the conversation with ``prompt``; an async iterator of events ending in one ending.
 
         ``invoker``: who starts the run (tools and hooks see it as ``ctx.invoker``). With a store
         the run is durable (``run_id``, ``idempotency_key`` and ``concurrency_key`` as in
-        :meth:`start`)."""
+        :meth:`start`). ``attachments``: files, ``(data, media_type, filename)`` tuples or dicts,
+        kept as the run's first artifacts and listed to the model after the prompt
+        (:mod:`aerix.artifacts`)."""
         _check_prompt(prompt)
+        files = check_attachments(attachments)
+        prompt = attachments_note(prompt, files)
         who = Invoker.of(invoker)
         self._claim_check("run", abandoned_ok=True)
         if self._runs is None:
             if run_id is not None or idempotency_key is not None or concurrency_key is not None:
                 raise AerixError("options", "run_id, idempotency_key and concurrency_key need a durable run: give the Agent a store")
-            return self._watch(self._run_in_memory(prompt, signal, who))
+            return self._watch(self._run_in_memory(prompt, signal, who, files))
         _check_key(concurrency_key)
-        return self._watch(self._runs.start_and_resume(prompt, signal, run_id, idempotency_key, who, concurrency_key))
+        return self._watch(self._runs.start_and_resume(prompt, signal, run_id, idempotency_key, who, concurrency_key, files))
 
-    async def ask(self, prompt: str, signal: Any = None, *, invoker: Invoker | dict[str, Any] | None = None) -> Answer:
+    async def ask(self, prompt: str, signal: Any = None, *, invoker: Invoker | dict[str, Any] | None = None, attachments: Sequence[Any] | None = None) -> Answer:
         """Run to the ending. A final returns an :class:`Answer`; any other ending raises
         ``AerixError(kind="end")`` with its ``reason`` and ``events``."""
-        return await _answer(self.run(prompt, signal, invoker=invoker), self.output)
+        return await _answer(self.run(prompt, signal, invoker=invoker, attachments=attachments), self.output)
+
+    async def artifact(self, artifact_id: str) -> tuple[Artifact, bytes]:
+        """An artifact of any of this agent's runs and its bytes; a missing one is
+        ``AerixError(kind="options", reason="artifact_not_found")``."""
+        found = await read_artifact(self.artifact_store, artifact_id)
+        if found is None:
+            raise not_found(artifact_id, f"in {self.store!r}" if self.store is not None else "kept by this agent")
+        return found
+
+    async def artifacts(self, run_id: str) -> list[Artifact]:
+        """The artifacts of run ``run_id``, in put order (its attachments first)."""
+        return await list_artifacts(self.artifact_store, run_id)
 
     async def drain(self) -> None:
         """Take no new run (each is ``busy`` from now on); the run going now stops at its next
@@ -199,11 +227,14 @@ class Agent:
         while self._running:
             await asyncio.sleep(0.01)
 
-    async def _run_in_memory(self, prompt: str, signal: Any, invoker: Invoker | None) -> AsyncGenerator[Event, None]:
+    async def _run_in_memory(self, prompt: str, signal: Any, invoker: Invoker | None, files: list[File]) -> AsyncGenerator[Event, None]:
         await self._claim()
         try:
+            artifacts = RunArtifacts(self.artifact_store)  # the attachments first, then the prompt that lists them
+            for made in await artifacts.attach(files):
+                yield made
             self._conversation.add("user", prompt)
-            async with aclosing(Loop(self, self._conversation, LoopState(), signal, Memory(), invoker).events()) as events:
+            async with aclosing(Loop(self, self._conversation, LoopState(), signal, Memory(), invoker, artifacts).events()) as events:
                 async for ev in events:
                     yield ev
         finally:

@@ -17,7 +17,7 @@ import json
 from typing import TYPE_CHECKING, Any
 
 from .abort import Abort
-from .events import Call, Result, Taint
+from .events import Call, NewArtifact, Result, Taint
 from .tools import Tool, ToolContext, run_tool
 from .trust import flag_holds
 
@@ -69,13 +69,15 @@ async def _stop(task: asyncio.Future[Any]) -> None:
         task.exception()  # retrieved, so asyncio does not report it as never retrieved
 
 
-async def call_tool(loop: Loop, call: Call) -> tuple[Call, list[Taint | Result]]:
+async def call_tool(loop: Loop, call: Call) -> tuple[Call, list[NewArtifact | Taint | Result]]:
     """One call, as the loop runs it: the call as it ran (a hook may change its input), and the
-    events that follow it (a ``taint`` if this result is the first from outside, the result)."""
+    events that follow it (an ``artifact`` per file it kept, a ``taint`` if this result is the
+    first from outside, the result)."""
     agent = loop.agent
     tool = agent.tool_named(call.tool)
     # the run's signal; a tool with its own timeout_s gets a child, which that timeout aborts alone
     signal = loop.signal if tool.timeout_s is None else Abort.following(loop.signal)
+    artifacts = loop.artifacts.for_call(call.id)  # this execution's puts: their ids and events
     ctx = ToolContext(
         signal=signal,
         call_id=call.id,
@@ -84,8 +86,8 @@ async def call_tool(loop: Loop, call: Call) -> tuple[Call, list[Taint | Result]]
         invoker=loop.invoker,
         context=agent.context,
         state=loop.state_view,
-        artifacts=loop.artifacts,
-        channels=loop.channels,
+        artifacts=artifacts,
+        channels=loop.channels.for_call(call.id),
     )
     try:
         refused = _refused_by_policy(loop, tool)
@@ -107,7 +109,7 @@ async def call_tool(loop: Loop, call: Call) -> tuple[Call, list[Taint | Result]]
         replaced = await agent.hooks.after(call, result)
         if replaced is not None:
             result = Result(call.id, call.tool, replaced, error)
-        events: list[Taint | Result] = []
+        events: list[NewArtifact | Taint | Result] = list(artifacts.made)
         if taints and loop.conversation.taint is None:  # from outside: tainted before the model sees it
             loop.conversation.taint = {"source": tool.name, "at": call.id}
             events.append(Taint(tool.name, call.id))

@@ -23,10 +23,10 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-__all__ = ["AerixError", "ErrorKind", "describe", "message_of"]
+__all__ = ["KINDS", "AerixError", "ErrorKind", "describe", "message_of"]
 
 ErrorKind = Literal["options", "busy", "end", "engine", "store", "output", "abort"]
-_KINDS = ("options", "busy", "end", "engine", "store", "output", "abort")
+KINDS = ("options", "busy", "end", "engine", "store", "output", "abort")
 
 
 class AerixError(Exception):
@@ -42,7 +42,7 @@ class AerixError(Exception):
         events: list[Any] | None = None,
         problem: dict[str, Any] | None = None,
     ) -> None:
-        if kind not in _KINDS:
+        if kind not in KINDS:
             raise ValueError(f"unknown AerixError kind {kind!r}")
         super().__init__(message)
         self.kind = kind

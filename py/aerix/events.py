@@ -4,8 +4,9 @@ Each event is a frozen dataclass with a literal ``type`` and converts to a plain
 ``to_dict()`` (JSON values only), so it can cross into JavaScript unchanged.
 
 A run yields, per generation: ``text`` deltas, one ``usage``; then either ``retry`` (the turn was
-refused), or ``turn`` followed by ``call``/``result`` per call (a ``taint`` before the first
-result from outside); and finally **exactly one ending**: ``final`` or ``end``. A durable run may
+refused), or ``turn`` followed by ``call``/``result`` per call (an ``artifact`` per file the call kept,
+then a ``taint`` before the first result from outside); a run with attachments starts with their
+``artifact`` events; and finally **exactly one ending**: ``final`` or ``end``. A durable run may
 instead stop at a ``waiting`` event (an approval is pending) or an ``interrupted`` one (the agent
 was drained) and give its remaining events, ending included, when it is resumed.
 """
@@ -22,6 +23,7 @@ __all__ = [
     "Event",
     "Final",
     "Interrupted",
+    "NewArtifact",
     "Result",
     "Retry",
     "Taint",
@@ -167,6 +169,19 @@ class End(_EventBase):
 
 
 @dataclass(frozen=True)
+class NewArtifact(_EventBase):
+    """A run kept a file (``aerix.artifacts``): an attachment, before the first generation, or
+    one a call put, after its ``call`` and before its ``result``. The bytes are in the store:
+    ``Agent.artifact(id)``."""
+
+    id: str
+    media_type: str
+    filename: str | None
+    size: int
+    type: Literal["artifact"] = field(default="artifact", init=False)
+
+
+@dataclass(frozen=True)
 class Taint(_EventBase):
     """The conversation now holds content from outside: the result of call ``at`` of the tool
     ``source`` (marked ``trust={"taint": ...}``). Emitted before that result; from here on the
@@ -188,10 +203,10 @@ class Interrupted(_EventBase):
     type: Literal["interrupted"] = field(default="interrupted", init=False)
 
 
-Event = Union[Text, Usage, Turn, Call, Taint, Result, Retry, Waiting, Interrupted, Final, End]
+Event = Union[Text, Usage, Turn, Call, NewArtifact, Taint, Result, Retry, Waiting, Interrupted, Final, End]
 
 
-_BY_TYPE: dict[str, type] = {c.type: c for c in (Text, Usage, Turn, Call, Taint, Result, Retry, Waiting, Interrupted, Final, End)}
+_BY_TYPE: dict[str, type] = {c.type: c for c in (Text, Usage, Turn, Call, NewArtifact, Taint, Result, Retry, Waiting, Interrupted, Final, End)}
 
 
 def event_from_dict(data: dict[str, Any]) -> Event:

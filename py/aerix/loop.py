@@ -24,7 +24,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, AsyncGenerator, Callable, Protocol, Union
 
 from .abort import Abort
+from .artifacts import RunArtifacts
 from .calls import Interrupted, call_tool, until_aborted
+from .channels import Channels
 from .errors import AerixError, describe
 from .events import Call, End, Event, Final, Interrupted as Drained, Result, Retry, Text, Turn, Usage, Waiting
 from .limits import HookFailed
@@ -53,6 +55,8 @@ class Book(Protocol):
     async def close(self, conversation: Conversation, state: LoopState, stop: Stop) -> Stop: ...
     def approver(self, call_id: str) -> Callable[..., Any] | None: ...
     async def run_effect(self, tool: Tool, input: Any, ctx: ToolContext) -> tuple[str, bool]: ...
+    async def recorded_effect(self, key: str) -> str | None: ...
+    async def record_effect(self, key: str, result: str) -> None: ...
 
 
 class Memory:
@@ -74,6 +78,12 @@ class Memory:
     async def run_effect(self, tool: Tool, input: Any, ctx: ToolContext) -> tuple[str, bool]:
         return await run_tool(tool, input, ctx)
 
+    async def recorded_effect(self, key: str) -> str | None:
+        return None
+
+    async def record_effect(self, key: str, result: str) -> None:
+        pass
+
 
 @dataclass
 class _Generation:
@@ -87,7 +97,9 @@ class _Generation:
 class Loop:
     """One run of ``agent``'s loop over ``conversation``, from wherever ``state`` says it is."""
 
-    def __init__(self, agent: Agent, conversation: Conversation, state: LoopState, signal: Any, book: Book, invoker: Invoker | None = None) -> None:
+    def __init__(
+        self, agent: Agent, conversation: Conversation, state: LoopState, signal: Any, book: Book, invoker: Invoker | None = None, artifacts: RunArtifacts | None = None
+    ) -> None:
         self.agent = agent
         self.limits = agent.limits
         self.conversation = conversation
@@ -100,9 +112,9 @@ class Loop:
         self.schema = agent.schema_for(invoker)  # the tools this invoker may use
         self.book = book
         # what a tool's ctx reaches besides the call (agent_state.py, artifacts.py, channels.py)
-        self.state_view: Any = None
-        self.artifacts: Any = None
-        self.channels: Any = None
+        self.state_view: Any = agent.state
+        self.artifacts = artifacts or RunArtifacts(agent.artifact_store, book.run_id)  # a run in memory gets an id of its own
+        self.channels = Channels(agent.channels, book)
         self.stop: Stop | None = None
         self._clock_base = agent.clock()
 

@@ -4,8 +4,9 @@ Options arrive as JavaScript objects: tools and hooks may be JavaScript function
 camelCase (``maxTokens``, ``beforeCall``). Events leave as plain JavaScript objects with
 camelCase keys (``promptTokens``), the shape of aerix.js events. ``durable: true`` keeps runs in
 IndexedDB (``store:`` takes a store object of your own). JS tools and hooks get
-``{signal, callId, approve}``: ``signal`` a real ``AbortSignal`` that follows the run's, and,
-in a durable run, ``approve(title, body, timeoutS)``.
+``{signal, callId, approve, emit, invoker}``: ``signal`` a real ``AbortSignal`` that follows the
+run's, in a durable run ``approve(title, body, timeoutS)``, and ``emit(channel, body, {title,
+key})`` (``channels: [{name, out(message)}]``, see ``aerix.channels``).
 
 This module speaks Python only: what JavaScript calls is marked ``js_facing``, and ``aerix._js``
 converts its arguments and results there, once; options are converted once in ``create_agent``.
@@ -15,18 +16,21 @@ from __future__ import annotations
 
 from contextlib import aclosing
 from types import SimpleNamespace
-from typing import Any, AsyncIterator, Callable
+from typing import Any, AsyncIterator, Awaitable, Callable
 
 from ._js import call_js, call_js_now, from_js, js_abort_signal, js_callable, js_facing
 from .abort import Abort
 from .agent import Agent
+from .agent_state import models_from_field_maps
+from .channels import Message
 from .durable import RunRecord
 from .errors import AerixError
+from .page_artifacts import artifact_view, attachments_from_js, js_artifacts
 from .events import Event
 from .tools import ToolContext, WaitingForApproval, tool
 from .trust import Invoker, require_tool_permission
 
-__all__ = ["PageAgent", "create_agent", "event_view", "run_view", "server_model"]
+__all__ = ["JsChannel", "PageAgent", "create_agent", "event_view", "js_channel", "run_view", "server_model"]
 
 _LIMIT_NAMES = {"maxTokens": "max_tokens", "resultChars": "result_chars", "timeoutS": "timeout_s", "maxTotalTokens": "max_total_tokens"}
 _HOOK_NAMES = {"beforeCall": "before_call", "afterCall": "after_call", "onFinal": "on_final"}
@@ -36,6 +40,7 @@ _EVENT_KEYS = {
     "cached_tokens": "cachedTokens",
     "run_id": "runId",
     "approval_id": "approvalId",
+    "media_type": "mediaType",
 }
 
 
@@ -57,10 +62,33 @@ class PageAgent:
 
     @js_facing
     def run(
-        self, prompt: str, signal: Any = None, run_id: str | None = None, idempotency_key: str | None = None, invoker: Any = None
+        self, prompt: str, signal: Any = None, run_id: str | None = None, idempotency_key: str | None = None, invoker: Any = None, attachments: Any = None
     ) -> AsyncIterator[dict[str, Any]]:
         rid, key = (None if v is None else str(v) for v in (run_id, idempotency_key))
-        return _views(signal, lambda abort: self.agent.run(str(prompt), abort, run_id=rid, idempotency_key=key, invoker=invoker))
+
+        def start(abort: Abort, files: list[Any] | None = None) -> AsyncIterator[Event]:
+            return self.agent.run(str(prompt), abort, run_id=rid, idempotency_key=key, invoker=invoker, attachments=files)
+
+        if attachments is None:
+            return _views(signal, start)
+        # Blobs are read first (page_artifacts.py), then the run starts
+        return _views(signal, lambda abort: _attached(attachments, lambda files: start(abort, files)))
+
+    @js_facing
+    async def artifact(self, artifact_id: str) -> dict[str, Any] | None:
+        """``{meta, data}`` (``data`` a ``Uint8Array``), or null when there is no such artifact
+        (aerix.mjs throws ``artifact_not_found`` then)."""
+        try:
+            art, data = await self.agent.artifact(str(artifact_id))
+        except AerixError as e:
+            if e.reason == "artifact_not_found":
+                return None
+            raise
+        return {"meta": artifact_view(art), "data": data}
+
+    @js_facing
+    async def artifacts(self, run_id: str) -> list[dict[str, Any]]:
+        return [artifact_view(a) for a in await self.agent.artifacts(str(run_id))]
 
     @js_facing
     def resume(self, run_id: str, signal: Any = None) -> AsyncIterator[dict[str, Any]]:
@@ -108,6 +136,12 @@ class PageAgent:
     @js_facing
     def schema(self) -> dict[str, Any] | None:
         return self.agent.schema
+
+
+async def _attached(attachments: Any, run: Callable[[list[Any]], AsyncIterator[Event]]) -> AsyncIterator[Event]:
+    async with aclosing(run(await attachments_from_js(attachments))) as events:  # type: ignore[type-var]
+        async for ev in events:
+            yield ev
 
 
 def _views(signal: Any, start: Callable[[Abort], AsyncIterator[Event]]) -> AsyncIterator[dict[str, Any]]:
@@ -158,12 +192,14 @@ def run_view(record: RunRecord) -> dict[str, Any]:
 
 def create_agent(model: Any, options: Any) -> PageAgent:
     """Build an Agent from the JS options ``{instructions, tools, limits, hooks, generation,
-    constrain, durable, store, name, onTainted, toolPolicy, output}``; ``output`` is ``{schema}``
-    (structured output); ``toolPolicy`` is
+    constrain, durable, store, name, onTainted, toolPolicy, output, channels}``; ``output`` is
+    ``{schema}`` (structured output); ``channels`` JS objects ``{name, out(message)}``;
+    ``state`` collection name -> field map (with ``id: {type: "string", required: true}``) and
+    ``stateTools`` (aerix.agent_state); ``toolPolicy`` is
     ``{withoutInvoker: "allow" | "deny"}`` (aerix.require_tool_permission) or a function
     ``(agent, tool, invoker) => boolean``."""
     opts = _dict(from_js(options), "agent options")
-    known = {"instructions", "tools", "limits", "hooks", "generation", "constrain", "durable", "store", "name", "onTainted", "toolPolicy", "output"}
+    known = {"instructions", "tools", "limits", "hooks", "generation", "constrain", "durable", "store", "name", "onTainted", "toolPolicy", "output", "channels", "state", "stateTools"}
     unknown = sorted(set(opts) - known)
     if unknown:
         raise AerixError("options", f"unknown agent option(s) {unknown}; known: {sorted(known)}")
@@ -191,8 +227,48 @@ def create_agent(model: Any, options: Any) -> PageAgent:
         on_tainted=opts.get("onTainted", "approve"),
         tool_policy=_js_policy(opts.get("toolPolicy")),
         output=_js_output(opts.get("output")),
+        state=models_from_field_maps(opts.get("state")),  # {todos: <a field map with id>}
+        state_tools=opts.get("stateTools", False),
+        channels=[js_channel(c) for c in _list(opts.get("channels"), "channels")],
     )
     return PageAgent(agent)
+
+
+class JsChannel:
+    """A channel made in JavaScript: ``out`` gets the message as a plain object ``{channel, body,
+    title, key}``; a Promise it returns is awaited, and what it throws is what ``emit`` raises."""
+
+    def __init__(self, name: Any, out: Any, call: Callable[..., Awaitable[Any]]) -> None:
+        self.name = name
+        self._out = out
+        self._call = call
+
+    def __repr__(self) -> str:
+        return f"JsChannel({self.name!r})"
+
+    async def out(self, message: Message) -> None:
+        await self._call(self._out, message.to_dict())
+
+
+def js_channel(spec: Any, call: Callable[..., Awaitable[Any]] = call_js) -> JsChannel:
+    """A JS channel option: a plain object ``{name, out}`` (a dict here; ``out`` is called without
+    its ``this``) or an instance of a class (its method ``out`` keeps it). ``call`` calls ``out``
+    (``call_js``; a test gives another)."""
+    if isinstance(spec, dict):
+        name, out = spec.get("name"), spec.get("out")
+    else:
+        name, out = getattr(spec, "name", None), getattr(spec, "out", None)
+    if out is None or not callable(out):
+        raise AerixError("options", f"channel {name!r} needs an out(message) function")
+    return JsChannel(name, out, call)
+
+
+def _list(value: Any, what: str) -> list[Any]:
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise AerixError("options", f"{what} must be an array, got {type(value).__name__}")
+    return value
 
 
 def _js_output(output: Any) -> Any:
@@ -299,7 +375,8 @@ def _js_hook(name: str, fn: Any) -> Any:
 
 
 async def _with_js_ctx(ctx: ToolContext, call: Any) -> Any:
-    """Call into JavaScript with ``{signal, callId, approve}``.
+    """Call into JavaScript with ``{signal, callId, approve, emit, artifacts, invoker}``
+    (``artifacts``: page_artifacts.py).
 
     ``approve`` pauses the run by raising through the JS code; JavaScript would turn that into
     an ordinary error, so the pause is kept here and raised again once the JS call returns."""
@@ -313,11 +390,18 @@ async def _with_js_ctx(ctx: ToolContext, call: Any) -> Any:
             raise RuntimeError(f"the run waits for approval {w.approval['id']}") from None
         return {"approved": decision.approved, "reason": decision.reason}
 
+    async def emit(channel: Any, body: Any, options: Any = None) -> dict[str, Any]:
+        opts = _dict(options, "emit options")
+        message: Message = await ctx.channels.find_one(str(channel)).emit(body, title=opts.get("title"), key=opts.get("key"))
+        return message.to_dict()
+
     approve_js, release_approve = js_callable(approve)
+    emit_js, release_emit = js_callable(emit)
+    artifacts_js, release_artifacts = js_artifacts(ctx.artifacts)
     signal, release_signal = js_abort_signal(ctx.signal)  # for this call only: released below
     try:
         invoker = None if ctx.invoker is None else ctx.invoker.to_dict()
-        value = await call({"signal": signal, "callId": ctx.call_id, "approve": approve_js, "invoker": invoker})
+        value = await call({"signal": signal, "callId": ctx.call_id, "approve": approve_js, "emit": emit_js, "artifacts": artifacts_js, "invoker": invoker})
     except BaseException:
         if waiting:
             raise waiting[0] from None
@@ -325,6 +409,8 @@ async def _with_js_ctx(ctx: ToolContext, call: Any) -> Any:
     finally:
         release_signal()
         release_approve()
+        release_emit()
+        release_artifacts()
     if waiting:  # the JS code caught the pause and went on: the run still waits
         raise waiting[0]
     return value

@@ -34,6 +34,11 @@ LIFE = """async ({ phase, mode, at }) => {
     acquireLease: (name, holder, expiresAt, now) => inner.acquireLease(name, holder, expiresAt, now),
     releaseLease: (name, holder) => inner.releaseLease(name, holder),
     getLease: (name) => inner.getLease(name),
+    getState: (agent) => inner.getState(agent),
+    putState: (agent, json) => inner.putState(agent, json),
+    putArtifact: (meta, data) => inner.putArtifact(meta, data),
+    getArtifact: (id) => inner.getArtifact(id),
+    listArtifacts: (runId) => inner.listArtifacts(runId),
     saveRun: async (json) => {
       await inner.saveRun(json);
       writes += 1;

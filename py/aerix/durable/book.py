@@ -133,6 +133,14 @@ class Durable:
             await use_store("put_effect", lambda: self.store.put_effect(key, text))
         return text, error
 
+    async def recorded_effect(self, key: str) -> str | None:
+        """The result recorded under ``key`` (an effect tool's, or ``"sent"`` for an emit), or ``None``."""
+        recorded: str | None = await use_store("get_effect", lambda: self.store.get_effect(key), (str, type(None)))
+        return recorded
+
+    async def record_effect(self, key: str, result: str) -> None:
+        await use_store("put_effect", lambda: self.store.put_effect(key, result))
+
     async def _already_applied(self, tool: Tool, key: str, input: dict[str, Any]) -> str | tuple[str, bool] | None:
         """``tool.already_applied``'s answer: the result text if it was applied (``True`` or a
         non-empty text), ``None`` if not (anything else), an error result if it failed."""

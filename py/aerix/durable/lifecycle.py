@@ -14,8 +14,9 @@ from __future__ import annotations
 import asyncio
 import uuid
 from contextlib import aclosing
-from typing import TYPE_CHECKING, Any, AsyncGenerator
+from typing import TYPE_CHECKING, Any, AsyncGenerator, Sequence
 
+from ..artifacts import File, RunArtifacts
 from ..errors import AerixError
 from ..events import End, Event, event_from_dict
 from ..loop import Loop
@@ -102,15 +103,19 @@ class Runs:
         return found
 
     async def start_and_resume(
-        self, prompt: str, signal: Any, run_id: str | None, key: str | None, invoker: Invoker | None, concurrency_key: str | None = None
+        self, prompt: str, signal: Any, run_id: str | None, key: str | None, invoker: Invoker | None, concurrency_key: str | None = None, files: Sequence[File] = ()
     ) -> AsyncGenerator[Event, None]:
         try:
             record = await self.start(prompt, run_id, key, invoker, concurrency_key)
+            # attachments, before the run starts (again, in place, if a crash came between)
+            attached = await RunArtifacts(self.store, record.id).attach(files) if record.checkpoint is None else []
         except AerixError as e:
             if e.kind != "store":
                 raise
             yield End("error", e.message)  # the run could not even be written down
             return
+        for made in attached:
+            yield made
         async with aclosing(self.resume(record.id, signal, just_started=True)) as events:
             async for ev in events:
                 yield ev
@@ -139,6 +144,11 @@ class Runs:
             _check_resumable(record, agent.system)
             lease = lease or await self.lease(record)
             run = self.current = Durable(self.store, record, agent.clock, lease)
+            try:
+                await agent.state.load()  # the agent's state as the store has it now (agent_state.py)
+            except AerixError as e:
+                yield End("error", e.message)
+                return
             if record.checkpoint is None:  # queued: it starts from this agent's conversation
                 now = agent._conversation
                 conversation = Conversation([dict(m) for m in now.messages], now.calls_made, now.taint)

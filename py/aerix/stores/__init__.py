@@ -11,6 +11,11 @@ leases that let one executor at a time run a run.
         async def acquire_lease(self, name: str, holder: str, expires_at: float, now: float) -> bool
         async def release_lease(self, name: str, holder: str) -> None
         async def get_lease(self, name: str) -> dict | None  # {"name", "holder", "expires_at"}
+        async def put_artifact(self, meta: dict, data: bytes) -> None  # meta: Artifact.to_dict()
+        async def get_artifact(self, artifact_id: str) -> tuple[dict, bytes] | None
+        async def list_artifacts(self, run_id: str) -> list[dict]  # a run's, in put order
+        async def get_state(self, agent: str) -> dict | None  # an agent's state, by agent name
+        async def put_state(self, agent: str, state: dict) -> None  # replace it whole
 
 Leases. ``acquire_lease`` gives the lease ``name`` to ``holder`` until ``expires_at`` when it is
 free: nobody holds it, its holder's lease has expired (``expires_at <= now``), or ``holder``
@@ -22,6 +27,16 @@ compares ``expires_at`` with its ``now``. ``now`` is the caller's clock (an Agen
 control time; the store keeps no clock of its own. Lease names are ``run:<run id>`` and
 ``key:<concurrency key>``; leases live apart from run records (``save_run`` never touches
 them).
+
+State. ``put_state`` keeps one JSON object per agent name (what ``aerix.agent_state`` writes),
+replacing the one before; ``get_state`` returns a copy of it, or ``None``. State lives apart
+from runs, effects and leases.
+
+Artifacts. ``put_artifact`` keeps ``data`` under ``meta["id"]`` with its JSON ``meta`` (``id``,
+``run_id``, ``media_type``, ``filename``, ``size``, ``sha256``); a put of an id already kept
+replaces its meta and bytes and keeps its place. ``get_artifact`` returns ``(meta, bytes)`` or
+``None``; ``list_artifacts`` the metas of one run, in the order of their first put. Artifacts
+live apart from run records: a checkpoint never holds their bytes.
 
 Implementations: :class:`MemoryStore` (here), :class:`aerix.stores.sqlite.SQLiteStore`
 (CPython and Pyodide), :class:`aerix.stores.indexeddb.IndexedDBStore` (the page). Every one
@@ -47,6 +62,11 @@ class Store(Protocol):
     async def acquire_lease(self, name: str, holder: str, expires_at: float, now: float) -> bool: ...
     async def release_lease(self, name: str, holder: str) -> None: ...
     async def get_lease(self, name: str) -> dict[str, Any] | None: ...
+    async def put_artifact(self, meta: dict[str, Any], data: bytes) -> None: ...
+    async def get_artifact(self, artifact_id: str) -> tuple[dict[str, Any], bytes] | None: ...
+    async def list_artifacts(self, run_id: str) -> list[dict[str, Any]]: ...
+    async def get_state(self, agent: str) -> dict[str, Any] | None: ...
+    async def put_state(self, agent: str, state: dict[str, Any]) -> None: ...
 
 
 class MemoryStore:
@@ -56,6 +76,8 @@ class MemoryStore:
         self._runs: dict[str, dict[str, Any]] = {}
         self._effects: dict[str, str] = {}
         self._leases: dict[str, dict[str, Any]] = {}
+        self._artifacts: dict[str, tuple[dict[str, Any], bytes]] = {}  # by id, in put order
+        self._state: dict[str, dict[str, Any]] = {}
 
     def __repr__(self) -> str:
         return f"MemoryStore(runs={len(self._runs)}, effects={len(self._effects)})"
@@ -103,3 +125,20 @@ class MemoryStore:
     async def get_lease(self, name: str) -> dict[str, Any] | None:
         lease = self._leases.get(name)
         return dict(lease) if lease is not None else None
+
+    async def put_artifact(self, meta: dict[str, Any], data: bytes) -> None:
+        self._artifacts[meta["id"]] = (copy.deepcopy(meta), bytes(data))  # a dict keeps a replaced key's place
+
+    async def get_artifact(self, artifact_id: str) -> tuple[dict[str, Any], bytes] | None:
+        found = self._artifacts.get(artifact_id)
+        return (copy.deepcopy(found[0]), found[1]) if found is not None else None
+
+    async def list_artifacts(self, run_id: str) -> list[dict[str, Any]]:
+        return [copy.deepcopy(meta) for meta, _ in self._artifacts.values() if meta.get("run_id") == run_id]
+
+    async def get_state(self, agent: str) -> dict[str, Any] | None:
+        state = self._state.get(agent)
+        return copy.deepcopy(state) if state is not None else None
+
+    async def put_state(self, agent: str, state: dict[str, Any]) -> None:
+        self._state[agent] = copy.deepcopy(state)

@@ -17,6 +17,7 @@ the store's, so the checks use small made-up times.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 from typing import Any, Awaitable, Callable
 
 __all__ = ["CHECKS", "verify_store"]
@@ -160,6 +161,92 @@ async def check_of_racing_acquirers_exactly_one_wins(store: Any) -> None:
         assert lease is not None and lease["holder"] == holders[won.index(True)], "the winner holds the lease"
 
 
+# -- agent state ----------------------------------------------------------------------------
+
+
+async def check_state_is_kept_per_agent_name(store: Any) -> None:
+    assert await store.get_state("planner") is None, "an agent with no state has None"
+    state = {"version": 1, "values": {"theme": "dark ✓", "n": 1.5, "on": True, "none": None}, "collections": {"todos": {"t1": {"id": "t1", "tags": ["a"]}}}, "applied": []}
+    await store.put_state("planner", state)
+    assert await store.get_state("planner") == state, "get_state must return what put_state stored"
+    assert await store.get_state("writer") is None, "another agent name has its own state"
+    await store.put_state("writer", {"version": 1, "values": {"theme": "light"}})
+    assert await store.get_state("planner") == state, "one agent's state must not touch another's"
+    replaced = {"version": 1, "values": {}}
+    await store.put_state("planner", replaced)
+    assert await store.get_state("planner") == replaced, "put_state replaces the whole state"
+
+
+async def check_the_callers_state_is_not_the_stored_one(store: Any) -> None:
+    state = {"values": {"list": [1]}}
+    await store.put_state("a", state)
+    state["values"]["list"].append(2)
+    read = await store.get_state("a")
+    assert read == {"values": {"list": [1]}}, "the store must keep a copy of the state, not the caller's dict"
+    read["values"]["list"].append(3)
+    assert await store.get_state("a") == {"values": {"list": [1]}}, "get_state must return a copy"
+
+
+async def check_state_is_apart_from_runs(store: Any) -> None:
+    await store.create_run(_run("r1"))
+    await store.put_state("r1", {"values": {"x": 1}})
+    assert await store.get_run("r1") == _run("r1"), "put_state must not touch a run"
+    assert [r["id"] for r in await store.list_runs()] == ["r1"], "a state is not a run"
+    assert await store.get_effect("r1") is None and await store.get_lease("r1") is None
+
+
+# -- artifacts ------------------------------------------------------------------------------
+
+
+def _meta(artifact_id: str, run_id: str, data: bytes, filename: str | None = "f.bin") -> dict[str, Any]:
+    return {"id": artifact_id, "run_id": run_id, "media_type": "application/octet-stream", "filename": filename, "size": len(data), "sha256": hashlib.sha256(data).hexdigest()}
+
+
+async def check_an_artifact_reads_back_byte_for_byte(store: Any) -> None:
+    data = bytes(range(256)) + b"\x00\xff\xfe not UTF-8 \x80"
+    meta = _meta("a1", "r1", data, filename="déjà vu ✓.bin")
+    await store.put_artifact(meta, data)
+    got = await store.get_artifact("a1")
+    assert got is not None, "get_artifact must find what put_artifact kept"
+    assert got[0] == meta, "the meta must come back equal"
+    assert bytes(got[1]) == data and isinstance(got[1], bytes), "the bytes must come back exactly, as bytes"
+    empty = _meta("a2", "r1", b"", filename=None)
+    await store.put_artifact(empty, b"")
+    got = await store.get_artifact("a2")
+    assert got is not None and got[0] == empty and bytes(got[1]) == b"", "an empty artifact is an artifact"
+
+
+async def check_a_missing_artifact_is_none(store: Any) -> None:
+    assert await store.get_artifact("nope") is None
+    assert await store.list_artifacts("nope") == [], "a run without artifacts lists none"
+
+
+async def check_artifacts_are_listed_by_run_in_put_order(store: Any) -> None:
+    for artifact_id, run_id in (("z", "r1"), ("b", "r2"), ("a", "r1"), ("m", "r1")):
+        await store.put_artifact(_meta(artifact_id, run_id, artifact_id.encode()), artifact_id.encode())
+    assert [m["id"] for m in await store.list_artifacts("r1")] == ["z", "a", "m"], "one run's artifacts, in put order"
+    assert [m["id"] for m in await store.list_artifacts("r2")] == ["b"]
+    assert await store.list_artifacts("r3") == []
+
+
+async def check_a_put_of_a_kept_id_replaces_it_in_place(store: Any) -> None:
+    for artifact_id in ("a", "b"):
+        await store.put_artifact(_meta(artifact_id, "r1", b"first"), b"first")
+    await store.put_artifact(_meta("a", "r1", b"second"), b"second")
+    assert [m["id"] for m in await store.list_artifacts("r1")] == ["a", "b"], "a put again is no second artifact and keeps its place"
+    got = await store.get_artifact("a")
+    assert got is not None and bytes(got[1]) == b"second" and got[0]["size"] == 6, "the later put replaces meta and bytes"
+
+
+async def check_artifacts_are_apart_from_runs(store: Any) -> None:
+    await store.create_run(_run("r1"))
+    meta = _meta("a1", "r1", b"x")
+    await store.put_artifact(meta, b"x")
+    meta["filename"] = "changed"
+    assert (await store.get_artifact("a1"))[0]["filename"] == "f.bin", "the store must keep a copy of the meta"
+    assert await store.get_run("r1") == _run("r1"), "put_artifact must not touch the run"
+    assert await store.get_effect("a1") is None and [r["id"] for r in await store.list_runs()] == ["r1"]
+
 CHECKS: tuple[Callable[[Any], Awaitable[None]], ...] = (
     check_a_created_run_reads_back_equal,
     check_a_missing_run_is_none,
@@ -176,6 +263,14 @@ CHECKS: tuple[Callable[[Any], Awaitable[None]], ...] = (
     check_only_the_holder_releases_a_lease,
     check_leases_are_apart_from_runs,
     check_of_racing_acquirers_exactly_one_wins,
+    check_state_is_kept_per_agent_name,
+    check_the_callers_state_is_not_the_stored_one,
+    check_state_is_apart_from_runs,
+    check_an_artifact_reads_back_byte_for_byte,
+    check_a_missing_artifact_is_none,
+    check_artifacts_are_listed_by_run_in_put_order,
+    check_a_put_of_a_kept_id_replaces_it_in_place,
+    check_artifacts_are_apart_from_runs,
 )
 
 

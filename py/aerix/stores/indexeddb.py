@@ -23,7 +23,8 @@ class IndexedDBStore:
     ``IndexedDBStore()`` opens the database ``"aerix"`` through the page that ``aerix.mjs``
     booted; ``IndexedDBStore(js_store)`` wraps a store object made in JavaScript, which has the
     methods of ``openStore`` (``createRun`` ... ``putEffect``, ``acquireLease``,
-    ``releaseLease``, ``getLease``).
+    ``releaseLease``, ``getLease``, ``getState``, ``putState``, ``putArtifact``,
+    ``getArtifact``, ``listArtifacts``).
     """
 
     def __init__(self, js_store: Any = None, name: str = "aerix") -> None:
@@ -64,6 +65,24 @@ class IndexedDBStore:
         if lease is None:
             return None
         return {"name": str(lease["name"]), "holder": str(lease["holder"]), "expires_at": float(lease["expires_at"])}
+
+    # An artifact's meta crosses as JSON text, its bytes as a Uint8Array (aerix._js), kept as a Blob.
+    async def put_artifact(self, meta: dict[str, Any], data: bytes) -> None:
+        await call_js(self._method("putArtifact"), json.dumps(meta), bytes(data))
+
+    async def get_artifact(self, artifact_id: str) -> tuple[dict[str, Any], bytes] | None:
+        found = await call_js(self._method("getArtifact"), artifact_id)
+        return (json.loads(found["meta"]), bytes(found["data"])) if found is not None else None
+
+    async def list_artifacts(self, run_id: str) -> list[dict[str, Any]]:
+        return [json.loads(text) for text in await call_js(self._method("listArtifacts"), run_id)]
+
+    async def get_state(self, agent: str) -> dict[str, Any] | None:
+        text = await call_js(self._method("getState"), agent)
+        return json.loads(text) if text is not None else None
+
+    async def put_state(self, agent: str, state: dict[str, Any]) -> None:
+        await call_js(self._method("putState"), agent, json.dumps(state))
 
     def _method(self, name: str) -> Any:
         # a store object made in JS before leases existed: say what it lacks

@@ -22,6 +22,9 @@ create table if not exists runs (
 );
 create table if not exists effects (key text primary key, result text not null);
 create table if not exists leases (name text primary key, holder text not null, expires_at real not null);
+create table if not exists artifacts (id text primary key, run_id text not null, meta text not null, data blob not null);
+create index if not exists artifacts_by_run on artifacts (run_id);
+create table if not exists state (agent text primary key, data text not null);
 """
 
 # One statement, so one write transaction: SQLite lets one connection write at a time, and the
@@ -34,8 +37,9 @@ where leases.holder = excluded.holder or leases.expires_at <= ?
 
 
 class SQLiteStore:
-    """Runs, effects and leases in one SQLite file (or ``":memory:"``). Each write is its own
-    transaction; ``timeout`` is how long a write waits for another connection's lock."""
+    """Runs, effects, leases and artifacts (a BLOB each) in one SQLite file (or ``":memory:"``).
+    Each write is its own transaction; ``timeout`` is how long a write waits for another
+    connection's lock."""
 
     def __init__(self, path: str = "aerix-runs.sqlite3", *, timeout: float = 5.0) -> None:
         self.path = path
@@ -102,3 +106,27 @@ class SQLiteStore:
     async def get_lease(self, name: str) -> dict[str, Any] | None:
         row = self._db.execute("select holder, expires_at from leases where name = ?", (name,)).fetchone()
         return {"name": name, "holder": row[0], "expires_at": row[1]} if row else None
+
+    # A replaced artifact keeps its row (an upsert, not "insert or replace"), so its rowid, which
+    # is the put order list_artifacts gives.
+    async def put_artifact(self, meta: dict[str, Any], data: bytes) -> None:
+        self._db.execute(
+            "insert into artifacts (id, run_id, meta, data) values (?, ?, ?, ?) "
+            "on conflict(id) do update set run_id = excluded.run_id, meta = excluded.meta, data = excluded.data",
+            (meta["id"], meta["run_id"], json.dumps(meta), bytes(data)),
+        )
+
+    async def get_artifact(self, artifact_id: str) -> tuple[dict[str, Any], bytes] | None:
+        row = self._db.execute("select meta, data from artifacts where id = ?", (artifact_id,)).fetchone()
+        return (json.loads(row[0]), bytes(row[1])) if row else None
+
+    async def list_artifacts(self, run_id: str) -> list[dict[str, Any]]:
+        rows = self._db.execute("select meta from artifacts where run_id = ? order by rowid", (run_id,)).fetchall()
+        return [json.loads(r[0]) for r in rows]
+
+    async def get_state(self, agent: str) -> dict[str, Any] | None:
+        row = self._db.execute("select data from state where agent = ?", (agent,)).fetchone()
+        return json.loads(row[0]) if row else None
+
+    async def put_state(self, agent: str, state: dict[str, Any]) -> None:
+        self._db.execute("insert or replace into state (agent, data) values (?, ?)", (agent, json.dumps(state)))

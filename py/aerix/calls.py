@@ -88,6 +88,7 @@ async def call_tool(loop: Loop, call: Call) -> tuple[Call, list[NewArtifact | Ta
         state=loop.state_view,
         artifacts=artifacts,
         channels=loop.channels.for_call(call.id),
+        budget=loop.budget,
     )
     try:
         refused = _refused_by_policy(loop, tool)

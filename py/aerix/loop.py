@@ -171,6 +171,11 @@ class Loop:
             return End("turns", f"the run used all {self.limits.turns} turns without a final answer")
         return None
 
+    @property
+    def budget(self) -> TokenBudget:
+        """The run's token budget, as a sub-agent run inside it shares it."""
+        return TokenBudget(self)
+
     def elapsed(self) -> float:
         return self.state.elapsed_s + (self.agent.clock() - self._clock_base)
 
@@ -353,6 +358,21 @@ class Loop:
         await self.book.checkpoint(self.conversation, self.state)
         if self.agent.draining:
             raise _Draining
+
+
+class TokenBudget:
+    """What is left of a run's ``max_total_tokens`` (``None``: no cap), and how a sub-run spends it."""
+
+    def __init__(self, loop: Loop) -> None:
+        self._loop = loop
+
+    @property
+    def left(self) -> int | None:
+        cap = self._loop.limits.max_total_tokens
+        return None if cap is None else max(0, cap - self._loop.state.tokens)
+
+    def spend(self, tokens: int) -> None:
+        self._loop.state.tokens += tokens
 
 
 class _Draining(Exception):

@@ -2,8 +2,8 @@
 
 The tool's input is ``{"task": str}``; each call runs the agent on that task in a conversation of
 its own (its system message, then the task), under the calling run's signal, so the parent's
-abort and ``timeout_s`` stop it too; its own ``Limits`` bound its turns and tokens (the parent's
-``max_total_tokens`` does not count them). Its invoker is the parent run's. The result is the
+abort and ``timeout_s`` stop it too, and the tokens it uses count against the parent's
+``max_total_tokens`` (what is left of it caps the sub-run); its own ``Limits`` bound it besides. Its invoker is the parent run's. The result is the
 sub-agent's final answer (its output JSON, with structured output); any other ending is the
 call's error result, naming the reason. It is an effect tool, so a durable parent records the
 answer once and a resumed parent does not ask the sub-agent again.
@@ -12,6 +12,7 @@ answer once and a resumed parent does not ask the sub-agent again.
 from __future__ import annotations
 
 from contextlib import aclosing
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from .errors import AerixError
@@ -39,10 +40,19 @@ def agent_tool(agent: Agent, name: str, description: str) -> Tool:
         conversation = Conversation([{"role": "system", "content": agent.system}])
         conversation.add("user", input["task"])
         loop = Loop(agent, conversation, LoopState(), ctx.signal, Memory(), ctx.invoker)
+        budget = ctx.budget
+        left = None if budget is None else budget.left
+        if left is not None:  # the parent's budget bounds the sub-run, and pays for it
+            own = agent.limits.max_total_tokens
+            loop.limits = replace(agent.limits, max_total_tokens=max(1, left if own is None else min(own, left)))
         last: Any = None
-        async with aclosing(loop.events()) as events:
-            async for ev in events:
-                last = ev
+        try:
+            async with aclosing(loop.events()) as events:
+                async for ev in events:
+                    last = ev
+        finally:
+            if budget is not None:
+                budget.spend(loop.state.tokens)
         if isinstance(last, Final):
             return last.text
         why = f"{last.reason}: {last.message}" if isinstance(last, End) else "no ending"

@@ -70,3 +70,18 @@ def test_as_tool_needs_a_name_and_a_description():
         with pytest.raises(AerixError) as e:
             sub.as_tool(name, description)
         assert e.value.kind == "options"
+
+
+async def test_the_sub_run_spends_the_parents_token_budget():
+    # ScriptedModel counts characters as tokens: the sub-agent's generation costs the parent
+    sub = researcher([final("a long answer " * 20)])
+    parent = Agent(
+        model=ScriptedModel([calls(("research", {"task": "x"})), final("never asked")]),
+        tools=[sub.as_tool("research", "Researches.")],
+        limits=Limits(max_total_tokens=1000),
+    )
+    events = await collect(parent.run("go"))
+    (usage_parent,) = [e for e in events if e.type == "usage"]
+    assert usage_parent.prompt_tokens + usage_parent.completion_tokens < 1000  # the parent alone fits
+    assert events[-1].type == "end" and events[-1].reason == "tokens"  # the sub-run used up what was left
+    assert sub.model.calls and len(parent.model.calls) == 1

@@ -199,8 +199,8 @@ function wrapAgent(agent, durable) {
      * artifacts (an `artifact` event each) and listed to the model after the prompt.
      * A durable agent also takes `{ runId, idempotencyKey }`.
      */
-    run: (prompt, { signal, runId, idempotencyKey, invoker, attachments } = {}) =>
-      events(py.run(prompt, signal ?? null, runId ?? null, idempotencyKey ?? null, invoker ?? null, attachments ?? null)),
+    run: (prompt, { signal, runId, idempotencyKey, invoker, attachments, source } = {}) =>
+      events(py.run(prompt, signal ?? null, runId ?? null, idempotencyKey ?? null, invoker ?? null, attachments ?? null, source ?? null)),
     /** Run to the ending: `{ text, thought, events }` on a final; otherwise throws with `reason` and `events`. */
     async ask(prompt, options = {}) {
       const all = [];

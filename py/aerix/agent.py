@@ -182,6 +182,7 @@ class Agent:
         invoker: Invoker | dict[str, Any] | None = None,
         concurrency_key: str | None = None,
         attachments: Sequence[Any] | None = None,
+        source: str | None = None,
     ) -> AsyncGenerator[Event, None]:
         """Continue the conversation with ``prompt``; an async iterator of events ending in one ending.
 
@@ -189,8 +190,12 @@ class Agent:
         the run is durable (``run_id``, ``idempotency_key`` and ``concurrency_key`` as in
         :meth:`start`). ``attachments``: files, ``(data, media_type, filename)`` tuples or dicts,
         kept as the run's first artifacts and listed to the model after the prompt
-        (:mod:`aerix.artifacts`)."""
+        (:mod:`aerix.artifacts`). ``source``: the channel the request came in on; tools reach it
+        as ``ctx.channels.source``."""
         _check_prompt(prompt)
+        if source is not None and source not in self.channels:
+            known = ", ".join(repr(n) for n in self.channels) or "none"
+            raise AerixError("options", f"source {source!r} is not one of this agent's channels (known: {known})")
         files = check_attachments(attachments)
         prompt = attachments_note(prompt, files)
         who = Invoker.of(invoker)
@@ -198,9 +203,9 @@ class Agent:
         if self._runs is None:
             if run_id is not None or idempotency_key is not None or concurrency_key is not None:
                 raise AerixError("options", "run_id, idempotency_key and concurrency_key need a durable run: give the Agent a store")
-            return self._watch(self._run_in_memory(prompt, signal, who, files))
+            return self._watch(self._run_in_memory(prompt, signal, who, files, source))
         _check_key(concurrency_key)
-        return self._watch(self._runs.start_and_resume(prompt, signal, run_id, idempotency_key, who, concurrency_key, files))
+        return self._watch(self._runs.start_and_resume(prompt, signal, run_id, idempotency_key, who, concurrency_key, files, source))
 
     async def ask(self, prompt: str, signal: Any = None, *, invoker: Invoker | dict[str, Any] | None = None, attachments: Sequence[Any] | None = None) -> Answer:
         """Run to the ending. A final returns an :class:`Answer`; any other ending raises
@@ -227,14 +232,14 @@ class Agent:
         while self._running:
             await asyncio.sleep(0.01)
 
-    async def _run_in_memory(self, prompt: str, signal: Any, invoker: Invoker | None, files: list[File]) -> AsyncGenerator[Event, None]:
+    async def _run_in_memory(self, prompt: str, signal: Any, invoker: Invoker | None, files: list[File], source: str | None) -> AsyncGenerator[Event, None]:
         await self._claim()
         try:
             artifacts = RunArtifacts(self.artifact_store)  # the attachments first, then the prompt that lists them
             for made in await artifacts.attach(files):
                 yield made
             self._conversation.add("user", prompt)
-            async with aclosing(Loop(self, self._conversation, LoopState(), signal, Memory(), invoker, artifacts).events()) as events:
+            async with aclosing(Loop(self, self._conversation, LoopState(), signal, Memory(), invoker, artifacts, source).events()) as events:
                 async for ev in events:
                     yield ev
         finally:

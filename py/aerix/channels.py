@@ -125,10 +125,11 @@ def check_channels(channels: Any) -> dict[str, Channel]:
 class Channels:
     """``ctx.channels``: the Agent's channels, as one execution of one call sees them."""
 
-    def __init__(self, channels: dict[str, Channel], book: Book, call_id: str | None = None) -> None:
+    def __init__(self, channels: dict[str, Channel], book: Book, call_id: str | None = None, source: str | None = None) -> None:
         self._channels = channels
         self.book = book
         self.call_id = call_id
+        self._source = source  # the channel the run came in on (``run(prompt, source=...)``), if any
         self._sent: Counter[str] = Counter()  # identical messages so far in this execution
 
     def __repr__(self) -> str:
@@ -140,7 +141,13 @@ class Channels:
 
     def for_call(self, call_id: str) -> Channels:
         """The channels for one execution of a call (its emit keys count from there)."""
-        return Channels(self._channels, self.book, call_id)
+        return Channels(self._channels, self.book, call_id, self._source)
+
+    @property
+    def source(self) -> Emitter | None:
+        """The channel the run came in on (``run(prompt, source="console")``), or ``None``: where
+        an answer to the person who asked goes."""
+        return None if self._source is None else self.find_one(self._source)
 
     def find_one(self, name: str) -> Emitter:
         """The channel named ``name``; ``AerixError(kind="options")`` naming the known ones if none is."""

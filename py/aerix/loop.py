@@ -98,7 +98,15 @@ class Loop:
     """One run of ``agent``'s loop over ``conversation``, from wherever ``state`` says it is."""
 
     def __init__(
-        self, agent: Agent, conversation: Conversation, state: LoopState, signal: Any, book: Book, invoker: Invoker | None = None, artifacts: RunArtifacts | None = None
+        self,
+        agent: Agent,
+        conversation: Conversation,
+        state: LoopState,
+        signal: Any,
+        book: Book,
+        invoker: Invoker | None = None,
+        artifacts: RunArtifacts | None = None,
+        source: str | None = None,
     ) -> None:
         self.agent = agent
         self.limits = agent.limits
@@ -114,7 +122,7 @@ class Loop:
         # what a tool's ctx reaches besides the call (agent_state.py, artifacts.py, channels.py)
         self.state_view: Any = agent.state
         self.artifacts = artifacts or RunArtifacts(agent.artifact_store, book.run_id)  # a run in memory gets an id of its own
-        self.channels = Channels(agent.channels, book)
+        self.channels = Channels(agent.channels, book, source=source)
         self.stop: Stop | None = None
         self._clock_base = agent.clock()
 

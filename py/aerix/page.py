@@ -62,12 +62,19 @@ class PageAgent:
 
     @js_facing
     def run(
-        self, prompt: str, signal: Any = None, run_id: str | None = None, idempotency_key: str | None = None, invoker: Any = None, attachments: Any = None
+        self,
+        prompt: str,
+        signal: Any = None,
+        run_id: str | None = None,
+        idempotency_key: str | None = None,
+        invoker: Any = None,
+        attachments: Any = None,
+        source: str | None = None,
     ) -> AsyncIterator[dict[str, Any]]:
         rid, key = (None if v is None else str(v) for v in (run_id, idempotency_key))
 
         def start(abort: Abort, files: list[Any] | None = None) -> AsyncIterator[Event]:
-            return self.agent.run(str(prompt), abort, run_id=rid, idempotency_key=key, invoker=invoker, attachments=files)
+            return self.agent.run(str(prompt), abort, run_id=rid, idempotency_key=key, invoker=invoker, attachments=files, source=source)
 
         if attachments is None:
             return _views(signal, start)

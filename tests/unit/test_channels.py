@@ -323,3 +323,34 @@ def test_create_agent_takes_channels_and_refuses_bad_ones():
         with pytest.raises(AerixError) as e:
             create_agent(ScriptedModel([]), {"channels": bad})
         assert e.value.kind == "options"
+
+
+async def test_a_run_s_source_channel_is_ctx_channels_source_and_survives_resume():
+    from aerix import console_channel
+
+    lines_a, lines_b = [], []
+
+    async def reply(input, ctx):
+        await ctx.approve("ok?")
+        await ctx.channels.source.emit("on my way", title="reply")
+        return "replied"
+
+    def make(store):
+        return Agent(
+            model=ScriptedModel([calls(("reply", {})), final("done")]),
+            tools=[tool(name="reply", description="Replies.", input={}, run=reply)],
+            channels=[console_channel("sms", write=lines_a.append), console_channel("mail", write=lines_b.append)],
+            store=store,
+        )
+
+    store = MemoryStore()
+    waiting = (await collect(make(store).run("go", source="mail")))[-1]
+    assert (await make(store).get_run(waiting.run_id)).source == "mail"
+    await collect(make(store).approve(waiting.run_id, waiting.approval_id, True))
+    assert lines_a == [] and lines_b == ["[mail] reply\non my way"]
+    with pytest.raises(AerixError) as e:
+        make(store).run("go", source="pigeon")
+    assert e.value.kind == "options" and "'pigeon'" in e.value.message
+    no_source = tool(name="reply", description="Replies.", input={}, run=lambda i, c: repr(c.channels.source))
+    events = await collect(Agent(model=ScriptedModel([calls(("reply", {})), final("ok")]), tools=[no_source]).run("go"))
+    assert [e.text for e in events if e.type == "result"] == ["None"]

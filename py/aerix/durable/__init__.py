@@ -10,6 +10,7 @@ The package: ``record.py`` (the record), ``book.py`` (what the loop writes), ``l
     id, status, prompt, idempotency_key, created_at, updated_at,
     invoker      who started the run (``Invoker.to_dict()``), or None; an invoker's idempotency
                  keys are kept as ``<kind>:<id>/<key>``, so another invoker's same key is another run
+    concurrency_key, source   as given to ``start``/``run`` (or None)
     checkpoint   {messages, calls_made, taint, generations, refused_in_row, tokens, elapsed_s,
                  pending}: the conversation and the loop's state after its last generation or
                  tool result (None: not started); ``pending`` is ``state.Pending.to_dict()``

@@ -89,11 +89,13 @@ class Runs:
         self.current: Durable | None = None  # the run going now, if durable
         self.holder = f"executor-{uuid.uuid4().hex[:12]}"  # this Agent, as a lease holder
 
-    async def start(self, prompt: str, run_id: str | None, idempotency_key: str | None, invoker: Invoker | None, concurrency_key: str | None = None) -> RunRecord:
+    async def start(
+        self, prompt: str, run_id: str | None, idempotency_key: str | None, invoker: Invoker | None, concurrency_key: str | None = None, source: str | None = None
+    ) -> RunRecord:
         now = self.agent.clock()
         key = idempotency_key if invoker is None or idempotency_key is None else f"{invoker.kind}:{invoker.id}/{idempotency_key}"
         snapshot = None if invoker is None else invoker.to_dict()
-        record = RunRecord(run_id or uuid.uuid4().hex, prompt, "queued", key, now, now, invoker=snapshot, concurrency_key=concurrency_key)
+        record = RunRecord(run_id or uuid.uuid4().hex, prompt, "queued", key, now, now, invoker=snapshot, concurrency_key=concurrency_key, source=source)
         found = RunRecord.from_dict(await use_store("create_run", lambda: self.store.create_run(record.to_dict()), dict))
         named = f"idempotency key {idempotency_key!r}" if key is not None and found.idempotency_key == key else f"run id {found.id!r}"
         if found.prompt != prompt:  # a key names one request: another prompt is another run
@@ -103,10 +105,18 @@ class Runs:
         return found
 
     async def start_and_resume(
-        self, prompt: str, signal: Any, run_id: str | None, key: str | None, invoker: Invoker | None, concurrency_key: str | None = None, files: Sequence[File] = ()
+        self,
+        prompt: str,
+        signal: Any,
+        run_id: str | None,
+        key: str | None,
+        invoker: Invoker | None,
+        concurrency_key: str | None = None,
+        files: Sequence[File] = (),
+        source: str | None = None,
     ) -> AsyncGenerator[Event, None]:
         try:
-            record = await self.start(prompt, run_id, key, invoker, concurrency_key)
+            record = await self.start(prompt, run_id, key, invoker, concurrency_key, source)
             # attachments, before the run starts (again, in place, if a crash came between)
             attached = await RunArtifacts(self.store, record.id).attach(files) if record.checkpoint is None else []
         except AerixError as e:
@@ -164,7 +174,8 @@ class Runs:
                 conversation = Conversation([dict(m) for m in checkpoint["messages"]], checkpoint["calls_made"], checkpoint.get("taint"))
                 state = LoopState.from_dict(record.checkpoint)
             agent._conversation = conversation
-            async with aclosing(Loop(agent, conversation, state, signal, run, Invoker.of(record.invoker)).events()) as events:
+            loop = Loop(agent, conversation, state, signal, run, Invoker.of(record.invoker), source=record.source)
+            async with aclosing(loop.events()) as events:
                 async for ev in events:
                     yield ev
         finally:

@@ -36,8 +36,8 @@ In the page a channel may be a JavaScript object ``{name, out(message)}`` (``out
 message as a plain object), and a JS tool sends with ``await ctx.emit(channel, body, {title,
 key})``: see ``aerix.page``.
 
-Not built: a run's *source* channel (``ctx.channels.source``, the channel a run came in on); a
-tool picks the channel by name (``ctx.invoker`` can say whom it serves).
+``run(prompt, source="sms")`` names the channel the request came in on; a durable run keeps it,
+and ``ctx.channels.source`` is that channel (``None`` without one).
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ from .channels import Channel, Message, console_channel
 from .durable import Decision, RunRecord
 from .engines.openai import OpenAIModel
 from .errors import AerixError
-from .events import Call, End, Event, Final, Interrupted, NewArtifact, Result, Retry, Taint, Text, Turn, Usage, Waiting
+from .events import Call, End, Event, Final, FinalDelta, Interrupted, NewArtifact, Result, Retry, Taint, Text, Turn, Usage, Waiting
 from .limits import Hooks, Limits
 from .model import Model
 from .tools import ContextKey, Tool, ToolContext, tool
@@ -35,6 +35,7 @@ __all__ = [
     "End",
     "Event",
     "Final",
+    "FinalDelta",
     "Hooks",
     "Interrupted",
     "Invoker",

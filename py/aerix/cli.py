@@ -97,6 +97,8 @@ class _Terminal:
 
     def __call__(self, ev: Event) -> None:
         d = ev.to_dict()
+        if ev.type == "final_delta":
+            return  # the answer decoded from the text already printed
         if ev.type == "text":
             self.out.write(_printable(d["text"]))
             self.in_text = True

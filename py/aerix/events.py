@@ -3,7 +3,8 @@
 Each event is a frozen dataclass with a literal ``type`` and converts to a plain dict with
 ``to_dict()`` (JSON values only), so it can cross into JavaScript unchanged.
 
-A run yields, per generation: ``text`` deltas, one ``usage``; then either ``retry`` (the turn was
+A run yields, per generation: ``text`` deltas (and ``final_delta`` pieces of the answer as it
+is written), one ``usage``; then either ``retry`` (the turn was
 refused), or ``turn`` followed by ``call``/``result`` per call (an ``artifact`` per file the call kept,
 then a ``taint`` before the first result from outside); a run with attachments starts with their
 ``artifact`` events; and finally **exactly one ending**: ``final`` or ``end``. A durable run may
@@ -22,6 +23,7 @@ __all__ = [
     "EndReason",
     "Event",
     "Final",
+    "FinalDelta",
     "Interrupted",
     "NewArtifact",
     "Result",
@@ -65,6 +67,18 @@ class Text(_EventBase):
 
     text: str
     type: Literal["text"] = field(default="text", init=False)
+
+
+@dataclass(frozen=True)
+class FinalDelta(_EventBase):
+    """A piece of the answer as it is written: the decoded characters of the turn's ``final``
+    string that the latest ``text`` completed (escapes and ``\\uXXXX`` decoded). Joined, a
+    generation's pieces are its final's text; a UI shows the answer word by word from them, while
+    ``text`` keeps the raw JSON. A turn refused after its pieces streamed (cut, bad JSON) is
+    followed by ``retry``: drop what it showed. Not sent with structured output."""
+
+    text: str
+    type: Literal["final_delta"] = field(default="final_delta", init=False)
 
 
 @dataclass(frozen=True)
@@ -203,10 +217,10 @@ class Interrupted(_EventBase):
     type: Literal["interrupted"] = field(default="interrupted", init=False)
 
 
-Event = Union[Text, Usage, Turn, Call, NewArtifact, Taint, Result, Retry, Waiting, Interrupted, Final, End]
+Event = Union[Text, FinalDelta, Usage, Turn, Call, NewArtifact, Taint, Result, Retry, Waiting, Interrupted, Final, End]
 
 
-_BY_TYPE: dict[str, type] = {c.type: c for c in (Text, Usage, Turn, Call, NewArtifact, Taint, Result, Retry, Waiting, Interrupted, Final, End)}
+_BY_TYPE: dict[str, type] = {c.type: c for c in (Text, FinalDelta, Usage, Turn, Call, NewArtifact, Taint, Result, Retry, Waiting, Interrupted, Final, End)}
 
 
 def event_from_dict(data: dict[str, Any]) -> Event:

@@ -28,7 +28,8 @@ from .artifacts import RunArtifacts
 from .calls import Interrupted, call_tool, until_aborted
 from .channels import Channels
 from .errors import AerixError, describe
-from .events import Call, End, Event, Final, Interrupted as Drained, Result, Retry, Text, Turn, Usage, Waiting
+from .events import Call, End, Event, Final, FinalDelta, Interrupted as Drained, Result, Retry, Text, Turn, Usage, Waiting
+from .final_text import FinalText
 from .limits import HookFailed
 from .tools import Tool, ToolContext, WaitingForApproval, run_tool
 from .trust import Invoker
@@ -227,6 +228,7 @@ class Loop:
         options = {"max_tokens": self.limits.max_tokens, "constraint": self.schema, "signal": self.signal, "generation": dict(agent.generation), "time_left_s": time_left}
         parts: list[str] = []
         done: Any = None
+        reader = FinalText() if agent.output is None else None  # the answer, decoded as it streams
         try:
             async with aclosing(_iterate(agent.model.chat(list(self.conversation.messages), options))) as deltas:
                 while self.halted() is None:
@@ -238,6 +240,9 @@ class Loop:
                     if kind == "text" and done is None and isinstance(delta.get("text"), str):
                         parts.append(delta["text"])
                         yield Text(delta["text"])
+                        answer = reader.feed(delta["text"]) if reader is not None else ""
+                        if answer:
+                            yield FinalDelta(answer)
                     elif kind == "done" and done is None and _usage(delta) is not None:
                         done = delta
                     else:

@@ -161,6 +161,8 @@ class Probe:
         for ev in [*events, None]:
             if ev is not None and ev.type == "text":
                 text.append(ev.text if isinstance(ev.text, str) else repr(ev.text))  # type: ignore[union-attr]
+            elif ev is not None and ev.type == "final_delta":
+                continue  # the answer decoded from the same stream: the generation goes on
             elif text:
                 self.written.add("".join(text))
                 text = []

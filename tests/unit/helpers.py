@@ -21,8 +21,8 @@ async def collect(stream) -> list:
 
 
 def kinds(events) -> list[str]:
-    """Event types, with text deltas and usage dropped: the shape of a run."""
-    return [e.type for e in events if e.type not in ("text", "usage")]
+    """Event types, with the streaming deltas (text, final_delta) and usage dropped: the shape of a run."""
+    return [e.type for e in events if e.type not in ("text", "final_delta", "usage")]
 
 
 def endings(events) -> list:

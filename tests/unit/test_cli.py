@@ -45,7 +45,7 @@ async def test_json_lines_are_the_events_as_dicts():
     status = await run_command(parser().parse_args([*BASE, "--json", "Hi"]), out=out, transport=transport_of(sse(final("hi"))))
     lines = [json.loads(line) for line in out.getvalue().splitlines()]
     assert status == 0 and lines[-1] == {"type": "final", "text": "hi", "thought": "done"}
-    assert {"text", "usage", "turn", "final"} == {line["type"] for line in lines}
+    assert {"text", "final_delta", "usage", "turn", "final"} == {line["type"] for line in lines}
 
 
 async def test_no_constrain_sends_no_schema_and_a_failed_run_exits_1():

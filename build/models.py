@@ -5,6 +5,9 @@
 writes ``tiny.gguf``, ``bench.gguf``, ``bench-bigvocab.gguf`` and ``models.json``
 into OUTDIR. The output is a pure function of the constants below (fixed seeds),
 and a file whose bytes would not change is left alone, so make sees no change.
+``models.json`` lists every GGUF in OUTDIR (also the bundled model that ``build.site``
+copies there) with its size and sha256: the page's model cache uses its copy of a
+model while the sha256 listed is the one it kept (web/engine.mjs, MODEL CACHE).
 
 The weights are noise: these models speak no language. What they do have:
 
@@ -383,12 +386,18 @@ def main(argv: list[str]) -> int:
     outdir = Path(argv[0])
     outdir.mkdir(parents=True, exist_ok=True)
     entries = [write_model(spec, outdir) for spec in SPECS]
+    generated = {e["file"] for e in entries}
+    for other in sorted(outdir.glob("*.gguf")):
+        if other.name not in generated:
+            size = other.stat().st_size
+            entries.append({"name": other.stem, "file": other.name, "size": size, "sha256": sha256(other)})
     manifest = outdir / "models.json"
     tmp = manifest.with_name(".models.json.tmp")
     tmp.write_text(json.dumps({"models": entries}, indent=2) + "\n")
     replace_if_changed(tmp, manifest)
     for e in entries:
-        print(f"{e['file']:24} {e['size']:>10,} B  {e['quant']:5}  n_vocab={e['n_vocab']}")
+        made = f"{e['quant']:5}  n_vocab={e['n_vocab']}" if "quant" in e else "listed, not generated"
+        print(f"{e['file']:24} {e['size']:>10,} B  {made}")
     return 0
 
 

@@ -51,6 +51,11 @@ const WASM_MAGIC = [0x00, 0x61, 0x73, 0x6d]; // "\0asm"
  *
  * @param {object} options
  * @param {string|Blob} options.model URL of a .gguf file (relative to the page), or its bytes.
+ * @param {boolean} [options.cache=true] keep a model fetched from a URL in this browser and load it
+ *   from there next time (see MODEL CACHE below); false: neither read nor write the cache. A Blob is
+ *   never cached.
+ * @param {string} [options.manifest] URL of a `models.json` ({models: [{file, size, sha256}]}, `file`
+ *   relative to it) that gives the current version of the models it lists.
  * @param {string} [options.wllamaBase="./wllama/"] folder (relative to the page) holding wllama's
  *   `index.js` and `wllama.wasm`.
  * @param {number} [options.nCtx=4096] context size; wllama would otherwise use 1024 whatever the model says.
@@ -58,7 +63,8 @@ const WASM_MAGIC = [0x00, 0x61, 0x73, 0x6d]; // "\0asm"
  *   (default: navigator.hardwareConcurrency); always 1 when it is not.
  * @param {number} [options.nGpuLayers] layers to offload to WebGPU; default 0 when the browser has
  *   no WebGPU, else wllama's default (all).
- * @param {(p: {loaded: number, total: number|undefined, phase: "model"}) => void} [options.onProgress]
+ * @param {(p: {phase: "model", loaded: number, total: number|undefined, cached: boolean}) => void} [options.onProgress]
+ *   `cached`: the bytes come from this browser's cache, not the network.
  * @param {number} [options.seed] fixed sampling seed; it overrides every per-request seed.
  * @param {boolean} [options.recorder] keep every request sent to the engine in `engine.requests`.
  * @param {"auto"|"text"|"chat"} [options.prompt="auto"] who renders the chat template (see PROMPT MODES
@@ -70,6 +76,8 @@ const WASM_MAGIC = [0x00, 0x61, 0x73, 0x6d]; // "\0asm"
  */
 export async function loadEngine({
   model,
+  cache = true,
+  manifest,
   wllamaBase = "./wllama/",
   nCtx = 4096,
   nThreads,
@@ -81,13 +89,16 @@ export async function loadEngine({
   logger = QUIET_LOGGER,
 } = {}) {
   if (!["auto", "text", "chat"].includes(prompt)) throw new TypeError(`loadEngine: prompt must be "auto", "text" or "chat", got ${prompt}`);
+  if (typeof cache !== "boolean") throw new TypeError(`loadEngine: cache must be true or false, got ${cache}`);
   const started = performance.now();
   const label = typeof model === "string" ? model : "the model blob";
-  const blob = typeof model === "string" ? await fetchModel(model, onProgress) : model;
+  const source = typeof model === "string" ? await openModel(model, { cache, manifest, onProgress }) : given(model);
+  const { blob, cached } = source;
   if (!(blob instanceof Blob)) {
     throw new TypeError("loadEngine: `model` must be a URL string or a Blob");
   }
-  await checkMagic(blob, label);
+  await checkMagic(blob, label).catch((err) => source.drop().then(() => Promise.reject(err)));
+  const saved = source.keep(); // written while wllama loads; a file llama.cpp refuses is dropped below
   const fetchMs = performance.now() - started;
 
   const base = new URL(wllamaBase, pageUrl());
@@ -132,15 +143,18 @@ export async function loadEngine({
       ...(seed === undefined ? {} : { seed }),
     });
   } catch (err) {
+    await source.drop();
     throw failed(err?.message ?? String(err), err);
   }
   // loadModel resolves even when llama.cpp rejected the file; the next call would then kill the module.
   const ctx = wllama.getLoadedContextInfo();
   if (!(ctx?.n_vocab > 0)) {
     await wllama.exit().catch(() => {});
+    await source.drop();
     throw failed("llama.cpp reported no vocabulary");
   }
   const loadMs = performance.now() - loadStarted;
+  await saved;
   // Checked in the background: its two small requests would otherwise wait for the page's main
   // thread (busy booting Pyodide) and delay the engine by seconds. The first chat waits for it.
   const promptMode = choosePromptMode(wllama, prompt);
@@ -150,6 +164,7 @@ export async function loadEngine({
     n_vocab: ctx.n_vocab,
     n_threads: wllama.getNumThreads(),
     isolated,
+    cached,
     fetchMs,
     loadMs,
   };
@@ -167,7 +182,8 @@ export async function loadEngine({
 /**
  * @typedef {object} Engine
  * @property {object} wllama the Wllama instance, for what this module does not cover
- * @property {{prompt: "text"|"chat"|"pending", n_ctx: number, n_vocab: number, n_threads: number, isolated: boolean, fetchMs: number, loadMs: number}} info
+ * @property {{prompt: "text"|"chat"|"pending", n_ctx: number, n_vocab: number, n_threads: number, isolated: boolean, cached: boolean, fetchMs: number, loadMs: number}} info
+ *   `cached`: the model's bytes came from this browser's cache
  * @property {object[]|undefined} requests with `recorder`: every request sent, without its abort signal
  * @property {(messages: {role: string, content: string}[], options?: ChatOptions) => AsyncGenerator<Delta>} chat
  * @property {() => Promise<void>} close unloads the model and stops its worker
@@ -387,27 +403,158 @@ function engineError(err) {
   return err instanceof Error ? err : new Error(message);
 }
 
-async function fetchModel(url, onProgress) {
+/*
+ * MODEL CACHE. A model fetched from a URL is kept in the Cache API (cache "aerix-models", one entry
+ * per URL) and the next boot loads it from there with no request for it. The Cache API rather than
+ * OPFS: `put` commits a whole response or nothing (a download cut by a reload leaves no half file),
+ * the entry carries its version in its headers (no metadata file to keep in step), the cached
+ * body comes back as a Blob backed by the disk (wllama reads it as it reads a downloaded one), and
+ * it works the same in a page and in a worker.
+ *
+ * How a boot knows the file changed without asking for it: the site's manifest (`models.json`, the
+ * build writes it: each model's file, size and sha256) is read once per boot, a small request. A
+ * listed model's entry is used while its sha256 is the manifest's, with no request for the model;
+ * a changed sha256 fetches the file again and replaces the entry (kept only when its size is the
+ * manifest's). A model the manifest does not list is revalidated with a conditional request
+ * (If-None-Match / If-Modified-Since from the entry): a 304 has no body and loads the entry; one
+ * that its server gives no ETag or Last-Modified is not kept. `cache: false` neither reads nor writes.
+ * The page does not hash the bytes (that would hold a second copy of a large model in memory): a
+ * site whose files and manifest are swapped apart can leave a same-size wrong copy until the next
+ * change. The browser may evict the cache under storage pressure; the next boot then downloads.
+ */
+
+const MODEL_CACHE = "aerix-models";
+const VERSION_HEADER = "X-Aerix-Sha256"; // the manifest's sha256 of the bytes an entry holds
+
+/**
+ * A model given as a Blob: nothing to keep or drop.
+ * @returns {ModelSource}
+ */
+function given(blob) {
+  return { blob, cached: false, keep: () => Promise.resolve(), drop: () => Promise.resolve() };
+}
+
+/**
+ * @typedef {object} ModelSource
+ * @property {Blob} blob the model's bytes
+ * @property {boolean} cached they came from this browser's cache
+ * @property {() => Promise<void>} keep write them to the cache, for a download that is worth
+ *   keeping (never rejects: a full quota only costs the next boot a download)
+ * @property {() => Promise<void>} drop remove the entry (bytes that turned out not to load)
+ */
+
+/**
+ * The model at `url`: from the cache when it holds the current version, else downloaded.
+ * @returns {Promise<ModelSource>}
+ */
+async function openModel(url, { cache, manifest, onProgress }) {
+  const report = (cached) => (loaded, total) => onProgress?.({ phase: "model", loaded, total, cached });
+  const store = cache ? await openCache() : null;
+  if (!store) return given(await download(url, {}, report(false)));
+  const key = new URL(url, pageUrl()).href.split("#")[0];
+  const [listed, entry] = await Promise.all([listedVersion(manifest, key), store.match(key).catch(() => undefined)]);
+  const drop = () => store.delete(key).then(noop, noop);
+  // The entry's body is a Blob on disk: reading it costs nothing until wllama does. An entry that
+  // cannot be read any more is dropped and the file downloaded.
+  const fromEntry = async () => {
+    const total = Number(entry.headers.get("content-length")) || undefined;
+    report(true)(0, total);
+    const blob = await entry.blob().catch(() => null);
+    if (!blob) return drop().then(() => download(url, { cache: "no-store" }, report(false))).then(given);
+    report(true)(blob.size, blob.size);
+    return { ...given(blob), cached: true, drop };
+  };
+  if (entry && listed && entry.headers.get(VERSION_HEADER) === listed.sha256) return fromEntry();
+
+  // Not the cache's copy: the network's. An unlisted model the cache holds is asked for only if it changed.
+  const ask = {};
+  if (entry && !listed) {
+    if (entry.headers.has("etag")) ask["If-None-Match"] = entry.headers.get("etag");
+    if (entry.headers.has("last-modified")) ask["If-Modified-Since"] = entry.headers.get("last-modified");
+  }
+  // "no-store": the HTTP cache would hold a second copy of what the Cache API keeps.
+  const response = await get(url, { cache: "no-store", headers: ask });
+  if (response.status === 304 && Object.keys(ask).length > 0) {
+    await response.arrayBuffer(); // no body: this ends the request, which otherwise stays open
+    return fromEntry();
+  }
+  const headers = { "Content-Type": "application/octet-stream" };
+  for (const name of ["etag", "last-modified"]) if (response.headers.has(name)) headers[name] = response.headers.get(name);
+  const blob = await readBody(url, response, report(false));
+  headers["Content-Length"] = String(blob.size);
+  if (listed) headers[VERSION_HEADER] = listed.sha256;
+  // A listed file of another size is not the manifest's (a site half deployed); an unlisted one
+  // without validators could never be checked. Either is loaded, not kept.
+  const worth = listed ? blob.size === listed.size : "etag" in headers || "last-modified" in headers;
+  const put = () => store.put(key, new Response(blob, { headers })).catch((err) => console.warn(`aerix: the model was not cached: ${err?.message ?? err}`));
+  let saving = null;
+  return {
+    blob,
+    cached: false,
+    keep: () => (saving ??= worth ? put() : Promise.resolve()),
+    drop: () => Promise.resolve(saving).then(drop),
+  };
+}
+
+/** The cache, or null where this browser has none for the page (an insecure origin, storage off). */
+async function openCache() {
+  try {
+    return (await globalThis.caches?.open(MODEL_CACHE)) ?? null;
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * `{sha256, size}` of the model at `key` in the manifest, or null: no manifest, the model is not
+ * in its folder or not listed, or the manifest cannot be read (then the model is revalidated).
+ */
+async function listedVersion(manifest, key) {
+  if (!manifest) return null;
+  const where = new URL(manifest, pageUrl());
+  if (!key.startsWith(new URL("./", where).href)) return null;
+  try {
+    const response = await fetch(where);
+    if (!response.ok) return null;
+    const { models } = await response.json();
+    const found = models.find((m) => new URL(m.file, where).href === key);
+    return typeof found?.sha256 === "string" && Number.isInteger(found.size) ? { sha256: found.sha256, size: found.size } : null;
+  } catch {
+    return null;
+  }
+}
+
+async function download(url, init, report) {
+  return readBody(url, await get(url, init), report);
+}
+
+async function get(url, init) {
   let response;
   try {
-    response = await fetch(url);
+    response = await fetch(url, init);
   } catch (err) {
     throw new Error(`could not fetch the model ${url}: ${err?.message ?? err}`, { cause: err });
   }
-  if (!response.ok) {
+  if (!response.ok && response.status !== 304) {
     throw new Error(`could not fetch the model ${url}: HTTP ${response.status} ${response.statusText}`.trimEnd());
   }
+  return response;
+}
+
+/** The body as a Blob, reporting the bytes as they arrive. */
+async function readBody(url, response, report) {
+  if (response.status === 304) throw new Error(`could not fetch the model ${url}: HTTP 304 to a request that asked for the file`);
   const total = Number(response.headers.get("content-length")) || undefined;
   if (!response.body) return response.blob();
   const parts = [];
   let loaded = 0;
-  onProgress?.({ loaded, total, phase: "model" });
+  report(loaded, total);
   for (const reader = response.body.getReader(); ; ) {
     const { done, value } = await reader.read();
     if (done) break;
     parts.push(value);
     loaded += value.byteLength;
-    onProgress?.({ loaded, total, phase: "model" });
+    report(loaded, total);
   }
   return new Blob(parts);
 }

@@ -7,7 +7,7 @@ SITE    := build/site
 CHROMIUM ?= /usr/bin/chromium
 PORT    ?= 8642
 
-.PHONY: all demo test lint test-unit test-pyodide test-e2e build serve bench chromium llama-server model eval clean
+.PHONY: all demo test lint test-unit test-js test-pyodide test-e2e build serve bench chromium llama-server model eval clean
 
 all: build
 
@@ -81,7 +81,7 @@ bench: build chromium
 
 # -- tests -------------------------------------------------------------------------------
 
-test: lint test-unit test-pyodide test-e2e
+test: lint test-unit test-js test-pyodide test-e2e
 
 # mypy --strict on py/aerix and the size limits (functions <= 80 lines, modules <= 450, the loop
 # <= 60), with the figures printed (build/lint.py)
@@ -90,6 +90,12 @@ lint: .venv/.installed
 
 test-unit: .venv/.installed
 	$(PY) -m pytest tests/unit tests/model -q
+
+# The chat store (web/chat.mjs) under Node's own test runner, fed events the loop yields now:
+# record_events.py --check fails when they differ from tests/js/events.json.
+test-js: .venv/.installed
+	$(PY) tests/js/record_events.py --check
+	node --test tests/js/
 
 test-pyodide: build
 	node tests/pyodide/run_pytest.mjs -q

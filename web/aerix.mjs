@@ -32,6 +32,9 @@
 import { loadEngine } from "./engine.mjs";
 import { openStore } from "./store.mjs";
 
+/** `chat(agent)`: a reactive store of one agent's conversation for UIs (chat.mjs). */
+export { chat } from "./chat.mjs";
+
 const HERE = new URL("./", import.meta.url);
 
 /**
@@ -40,15 +43,20 @@ const HERE = new URL("./", import.meta.url);
  * @param {object} options
  * @param {string|Blob} [options.model] a GGUF file: a URL (any GGUF you host) or a Blob; not
  *   needed with `engine.baseUrl`.
+ * @param {boolean} [options.cache=true] keep a model fetched from a URL in this browser (Cache API,
+ *   "aerix-models") and load it from there on the next boot, with no request for it while the
+ *   site's `models/models.json` gives the same sha256 (a model it does not list is revalidated);
+ *   false: neither read nor write. A Blob is never cached. engine.mjs's MODEL CACHE says more.
  * @param {string|URL} [options.base] where the site's files are (default: next to this module).
  * @param {object} [options.engine] options for `loadEngine` (nCtx, nThreads, nGpuLayers, seed, recorder);
  *   or, for an OpenAI-compatible server, `{ baseUrl, model, apiKey, params }`: `baseUrl` includes
  *   `/v1`, `model` is the name the server knows, `params` more body fields for every request.
  * @param {(p: {phase: string, loaded?: number, total?: number, ms?: number}) => void} [options.onProgress]
- *   phases: "python", "packages", "imports" (each with `ms` when done) and "model" (bytes).
+ *   phases: "python", "packages", "imports" (each with `ms` when done) and "model" (bytes, with
+ *   `cached`: true when they come from this browser's cache).
  * @returns {Promise<{pyodide: object, engine: object, agent: Function, timings: object}>}
  */
-export async function boot({ model, base = HERE, engine: engineOptions = {}, onProgress = () => {} } = {}) {
+export async function boot({ model, cache = true, base = HERE, engine: engineOptions = {}, onProgress = () => {} } = {}) {
   const server = engineOptions?.baseUrl ? engineOptions : null;
   if (!server && (model === undefined || model === null)) throw new Error("boot({ model }) needs a model: a GGUF URL or a Blob");
   const root = new URL(base, location.href);
@@ -65,8 +73,10 @@ export async function boot({ model, base = HERE, engine: engineOptions = {}, onP
       ? openServer(server)
       : loadEngine({
           wllamaBase: new URL("wllama/", root).href,
+          manifest: new URL("models/models.json", root).href,
           ...engineOptions,
           model: typeof model === "string" ? new URL(model, location.href).href : model,
+          cache,
           onProgress: (p) => onProgress(p),
         })
   ).then((e) => (time("engine"), e));

@@ -1,8 +1,9 @@
 // The demo page: boot aerix, give the agent the demo's tools (demo-tools.mjs: weather, time,
-// convert, calculate, save_note, with fake but checkable data), and show a run as it happens.
+// convert, calculate, save_note, with fake but checkable data), and show a run as it happens:
+// the page draws the state of a chat store (chat.mjs), the answer as it streams included.
 // The default model is the bundled one, trained on exactly these tools and instructions.
-// `window.demo` lets a headless browser drive it and read the transcript.
-import { boot } from "./aerix.mjs";
+// `window.demo` lets a headless browser drive it and read the transcript and the store.
+import { boot, chat } from "./aerix.mjs";
 import { INSTRUCTIONS, tools as demoTools } from "./demo-tools.mjs";
 
 const $ = (id) => document.getElementById(id);
@@ -39,7 +40,8 @@ function notice(kind, text) {
 }
 
 const transcript = [];
-window.demo = { ready: false, running: false, transcript, error: null, server: SERVER?.baseUrl ?? null, toasts: [] };
+// `chat`: the chat store the log draws (its getState() is what the page shows)
+window.demo = { ready: false, running: false, transcript, error: null, server: SERVER?.baseUrl ?? null, toasts: [], chat: null };
 
 // The "toast" channel: a tool that emits to it (ctx.emit("toast", body, {title})) shows a small
 // toast for a few seconds. The demo's own tools do not emit (the bundled model was trained on them
@@ -60,16 +62,6 @@ function showToast(message) {
   el.querySelector("p").textContent = message.body;
   box.append(el);
   setTimeout(() => el.remove(), 5000);
-}
-
-function card(kind, title, body) {
-  const el = document.createElement("div");
-  el.className = `card ${kind}`;
-  el.innerHTML = `<h3></h3><pre></pre>`;
-  el.querySelector("h3").textContent = title;
-  el.querySelector("pre").textContent = body;
-  $("log").append(el);
-  return el;
 }
 
 let aerix;
@@ -136,81 +128,142 @@ function agentFor(constrain) {
 }
 window.demo.agent = () => agentFor($("constrain").checked); // the agent the next prompt goes to
 
-let controller = null;
+// -- the log: drawn from the chat store's state ------------------------------------------------
 
-/** Show a run's events as they come; a waiting run ends in an approval card. */
-async function show(agent, events) {
-  window.demo.running = true;
-  $("run").disabled = true;
-  $("stop").disabled = false;
-  let stream = null;
-  try {
-    for await (const ev of events) {
-      transcript.push(ev);
-      if (ev.type === "text") {
-        stream ??= card("stream", "Model (streaming)", "");
-        stream.querySelector("pre").textContent += ev.text;
-        continue;
-      }
-      stream = null;
-      if (ev.type === "usage") {
-        const line = document.createElement("div");
-        line.className = "usage";
-        line.textContent = `prompt ${ev.promptTokens} tokens (cached ${ev.cachedTokens}) → ${ev.completionTokens} tokens`;
-        $("log").append(line);
-      } else if (ev.type === "turn") {
-        if (ev.thought) card("thought", `Turn ${ev.turn} · thought`, ev.thought);
-      } else if (ev.type === "call") {
-        card("call", `Call ${ev.id} · ${ev.tool}`, JSON.stringify(ev.input));
-      } else if (ev.type === "taint") {
-        card("taint", `Untrusted content · from ${ev.source}`, `The result of ${ev.at} came from outside: from now on a note waits for your approval.`);
-      } else if (ev.type === "artifact") {
-        artifactCard(agent, ev);
-      } else if (ev.type === "result") {
-        card(`result${ev.error ? " error" : ""}`, `Result ${ev.id} · ${ev.tool}`, ev.text);
-      } else if (ev.type === "retry") {
-        card("retry", `Retry after turn ${ev.turn}`, ev.reason);
-      } else if (ev.type === "waiting") {
-        approvalCard(agent, { runId: ev.runId, id: ev.approvalId, title: ev.title, body: ev.body });
-      } else if (ev.type === "final") {
-        card("final", "Answer", ev.text);
-      } else if (ev.type === "end") {
-        card("end", `Ended: ${ev.reason}`, ev.message);
-      }
-    }
-  } catch (e) {
-    card("end", "Error", String(e.message || e));
-  } finally {
-    window.demo.running = false;
-    $("run").disabled = false;
-    $("stop").disabled = true;
+// One chat store per agent (chat.mjs): the page draws the state of the one it shows, and every
+// event of its runs also goes to window.demo.transcript (cleared for each new prompt).
+const stores = new Map();
+function storeFor(agent) {
+  if (!stores.has(agent)) stores.set(agent, chat(agent, { onEvent: (ev) => transcript.push(ev) }));
+  return stores.get(agent);
+}
+let shown = null; // the store drawn in #log
+let unsubscribe = () => {};
+function showStore(store) {
+  if (store === shown) return store;
+  unsubscribe();
+  shown = store;
+  window.demo.chat = store;
+  unsubscribe = store.subscribe(draw);
+  draw();
+  return store;
+}
+
+// What the page adds to the state: runs a reload left interrupted (offered for resume), failures
+// of its own clicks, and the download links of the files shown (object URLs, revoked when their
+// files leave the state).
+let interrupted = [];
+const problems = [];
+const links = new Map(); // artifact id -> {href, filename}, or null while it is read back
+
+/** The cards the state shows, in order: each `{key, kind, title, body}` and what it needs. */
+function views(state) {
+  const out = [];
+  const card = (key, kind, title, body, more = {}) => out.push({ key, kind, title, body: body ?? "", ...more });
+  for (const run of interrupted) card(`interrupted:${run.id}`, "interrupted", `Interrupted run · ${run.status}`, run.prompt, { resume: run });
+  const lastPrompt = state.messages.findLastIndex((m) => m.role === "user");
+  const message = (m, i) => (m.role === "user" ? card(`m${i}`, "prompt", "You", m.text) : card(`m${i}`, "final", "Answer", m.text));
+  state.messages.slice(0, lastPrompt + 1).forEach(message); // earlier turns of the conversation, then this run's prompt
+  const { taint } = state;
+  const taintCard = () => card("taint", "taint", `Untrusted content · from ${taint.source}`, `The result of ${taint.at} came from outside: from now on a note waits for your approval.`);
+  if (taint && !state.calls.some((c) => c.id === taint.at)) taintCard(); // an earlier run's
+  const files = (callId) => {
+    for (const a of state.artifacts.filter((x) => x.callId === callId)) card(`artifact:${a.id}`, "artifact", `File · ${a.filename ?? a.id}`, `${a.mediaType} · ${a.size} bytes`, { artifact: a });
+  };
+  files(null); // the attachments
+  for (const c of state.calls) {
+    card(`call:${c.id}`, "call", `Call ${c.id} · ${c.tool}`, JSON.stringify(c.input));
+    files(c.id);
+    if (taint?.at === c.id) taintCard();
+    if ("result" in c) card(`result:${c.id}`, `result${c.error ? " error" : ""}`, `Result ${c.id} · ${c.tool}`, c.result);
+  }
+  for (const a of state.approvals) card(`approval:${a.approvalId}`, "waiting", `Waiting for you · ${a.title}`, a.body, { approval: a });
+  if (state.thought) card("thought", "thought", "Thought", state.thought);
+  if (state.answer) card("answer", "final streaming", "Answer (streaming)", state.answer);
+  else if (state.status === "running") card("answer", "stream", "Model", "working…");
+  state.messages.slice(lastPrompt + 1).forEach((m, i) => message(m, lastPrompt + 1 + i)); // this run's answer
+  if (state.ending?.type === "end") card("ending", "end", `Ended: ${state.ending.reason}`, state.ending.message);
+  if (state.error) card("error", "end", "Error", state.error.message);
+  problems.forEach((text, i) => card(`problem${i}`, "end", "Error", text));
+  const u = state.usage;
+  if (u.promptTokens || u.completionTokens) out.push({ key: "usage", kind: "usage", text: `this conversation: prompt ${u.promptTokens} tokens (cached ${u.cachedTokens}) → ${u.completionTokens} tokens` });
+  return out;
+}
+
+/** A card's element, made once per key: later draws change only its text. */
+function make(view) {
+  const el = document.createElement("div");
+  if (view.kind === "usage") return el;
+  el.innerHTML = "<h3></h3><pre></pre>";
+  if (view.approval) approvalButtons(el, view.approval);
+  if (view.resume) resumeButton(el, view.resume);
+  if (view.artifact) el.dataset.artifact = view.artifact.id;
+  return el;
+}
+
+function update(el, view) {
+  const className = view.kind === "usage" ? "usage" : `card ${view.kind}`;
+  if (el.className !== className) el.className = className;
+  if (view.kind === "usage") {
+    if (el.textContent !== view.text) el.textContent = view.text;
+    return;
+  }
+  const [h3, pre] = el.children;
+  if (h3.textContent !== view.title) h3.textContent = view.title;
+  if (pre.textContent !== view.body) pre.textContent = view.body;
+  if (view.artifact) downloadLink(el, view.artifact);
+}
+
+const drawn = new Map(); // key -> element in #log
+
+/** Bring #log to the state's cards, keeping each card's element (a link or a button being
+ * clicked stays the same node while the answer streams). */
+function draw() {
+  const state = shown.getState();
+  const wanted = views(state);
+  const keys = new Set(wanted.map((v) => v.key));
+  for (const [key, el] of drawn) if (!keys.has(key)) (el.remove(), drawn.delete(key));
+  const log = $("log");
+  let at = log.firstChild;
+  for (const view of wanted) {
+    let el = drawn.get(view.key);
+    if (!el) drawn.set(view.key, (el = make(view)));
+    update(el, view);
+    if (el === at) at = at.nextSibling;
+    else log.insertBefore(el, at);
+  }
+  for (const [id, link] of links) {
+    if (link && !state.artifacts.some((a) => a.id === id)) (link.href && URL.revokeObjectURL(link.href), links.delete(id));
   }
 }
 
-// Object URLs of the download links shown; revoked when the log is cleared for a new prompt.
-const links = [];
-
-/** A file the run kept (an attachment, or a tool's put): a card with a link to download it, the
- * Blob read back from the store through the JS API (agent.artifact). */
-async function artifactCard(agent, ev) {
-  const el = card("artifact", `File · ${ev.filename ?? ev.id}`, `${ev.mediaType} · ${ev.size} bytes`);
-  el.dataset.artifact = ev.id;
-  try {
-    const { meta, blob } = await agent.artifact(ev.id);
-    const link = document.createElement("a");
-    link.href = URL.createObjectURL(blob);
-    link.download = meta.filename ?? meta.id;
-    link.textContent = `Download ${meta.filename ?? meta.id}`;
-    links.push(link.href);
-    el.append(link);
-  } catch (e) {
-    el.querySelector("pre").textContent += `\n(could not read it back: ${e.message})`;
+/** A file the run kept (an attachment, or a tool's put): a link to download it, the Blob read
+ * back from the store through the JS API (agent.artifact). */
+function downloadLink(el, artifact) {
+  if (el.querySelector("a, p")) return;
+  const link = links.get(artifact.id);
+  if (link?.href) {
+    const a = document.createElement("a");
+    a.href = link.href;
+    a.download = link.filename;
+    a.textContent = `Download ${link.filename}`;
+    el.append(a);
+  } else if (link?.error) {
+    const p = document.createElement("p");
+    p.textContent = `(could not read it back: ${link.error})`;
+    el.append(p);
+  } else if (!links.has(artifact.id)) {
+    links.set(artifact.id, null);
+    const store = shown;
+    store.agent.artifact(artifact.id).then(
+      ({ meta, blob }) => links.set(artifact.id, { href: URL.createObjectURL(blob), filename: meta.filename ?? meta.id }),
+      (e) => links.set(artifact.id, { error: e.message }),
+    ).then(() => shown === store && draw());
   }
 }
 
-function approvalCard(agent, approval) {
-  const el = card("waiting", `Waiting for you · ${approval.title}`, approval.body ?? "");
-  el.dataset.approval = approval.id;
+function approvalButtons(el, approval) {
+  el.dataset.approval = approval.approvalId;
   const row = document.createElement("div");
   row.className = "choices";
   for (const [label, approved] of [["Approve", true], ["Deny", false]]) {
@@ -218,15 +271,43 @@ function approvalCard(agent, approval) {
     button.type = "button";
     button.textContent = label;
     button.className = approved ? "approve" : "deny";
-    button.addEventListener("click", () => {
-      row.remove();
-      el.querySelector("h3").textContent = `${approved ? "Approved" : "Denied"} · ${approval.title}`;
-      controller = new AbortController();
-      show(agent, agent.approve(approval.runId, approval.id, approved, { signal: controller.signal }));
+    button.addEventListener("click", async () => {
+      const buttons = [...row.children];
+      for (const b of buttons) b.disabled = true; // the card goes once the store takes the answer
+      await drive(shown.approve(approval.approvalId, approved));
+      for (const b of buttons) b.disabled = false;
     });
     row.append(button);
   }
   el.append(row);
+}
+
+function resumeButton(el, run) {
+  const button = document.createElement("button");
+  button.type = "button";
+  button.textContent = "Resume";
+  button.addEventListener("click", () => {
+    interrupted = interrupted.filter((r) => r !== run);
+    drive(shown.resume(run.id));
+  });
+  el.append(button);
+}
+
+/** The page is busy while a run's events come: `window.demo.running`, Run and Stop follow. */
+async function drive(settled) {
+  window.demo.running = true;
+  $("run").disabled = true;
+  $("stop").disabled = false;
+  try {
+    await settled;
+  } catch (e) {
+    problems.push(String(e.message || e));
+    draw();
+  } finally {
+    window.demo.running = false;
+    $("run").disabled = false;
+    $("stop").disabled = true;
+  }
 }
 
 $("ask").addEventListener("submit", async (event) => {
@@ -234,39 +315,23 @@ $("ask").addEventListener("submit", async (event) => {
   if (!aerix || window.demo.running) return;
   const prompt = $("prompt").value.trim();
   if (!prompt) return;
-  $("log").replaceChildren();
   transcript.length = 0;
-  for (const url of links.splice(0)) URL.revokeObjectURL(url);
+  problems.length = 0;
+  interrupted = [];
   const attachments = [...$("files").files]; // kept as the run's first artifacts
   $("files").value = "";
-  controller = new AbortController();
-  const agent = agentFor($("constrain").checked);
-  card("prompt", "You", prompt);
-  await show(agent, agent.run(prompt, { signal: controller.signal, ...(attachments.length ? { attachments } : {}) }));
+  const store = showStore(storeFor(agentFor($("constrain").checked)));
+  await drive(store.send(prompt, attachments.length ? { attachments } : {}));
 });
 
-$("stop").addEventListener("click", () => controller?.abort());
+$("stop").addEventListener("click", () => shown?.stop());
 
-// Runs a reload, a closed tab or a crash left behind: offer to go on with them.
+// Runs a reload, a closed tab or a crash left behind: a waiting one joins the store (its prompt
+// and its approval card); the others are offered for resume.
 if (aerix) {
-  const agent = agentFor(true);
-  for (const run of await agent.recover()) {
-    if (run.approval) {
-      card("prompt", `Earlier run · ${run.status}`, run.prompt);
-      approvalCard(agent, { runId: run.id, ...run.approval });
-    } else {
-      const el = card("interrupted", `Interrupted run · ${run.status}`, run.prompt);
-      const button = document.createElement("button");
-      button.type = "button";
-      button.textContent = "Resume";
-      button.addEventListener("click", () => {
-        el.remove();
-        controller = new AbortController();
-        show(agent, agent.resume(run.id, { signal: controller.signal }));
-      });
-      el.append(button);
-    }
-  }
+  const store = showStore(storeFor(agentFor(true)));
+  interrupted = (await store.recover()).filter((run) => !run.approval);
+  draw();
   $("run").disabled = false;
   window.demo.ready = true;
 }

@@ -1,0 +1,298 @@
+/**
+ * A chat store for UIs: one agent's conversation as state that any framework can bind.
+ *
+ *   import { boot, chat } from "./aerix.mjs";
+ *   const store = chat(ai.agent({ tools }));
+ *   const unsubscribe = store.subscribe((state) => render(state));   // after each change
+ *   await store.send("Umbrella for Lisbon?");   // resolves with the state once the run stops
+ *   store.stop();                               // abort the running run (it ends `abort`)
+ *   await store.approve(approvalId, true);      // answer a waiting durable run and continue it
+ *   await store.reset();                        // forget the conversation (agent.reset() too)
+ *
+ * The state is derived from the agent's events by one pure function, `reduce(state, event)`.
+ * Each change makes a new frozen object (and new arrays where they changed), so a framework may
+ * compare by reference; an event that changes nothing (a `text` delta) gives the same object.
+ *
+ *   messages   [{role: "user"|"assistant", text, output?, runId?}]: the conversation as a person
+ *              reads it; `output` is a structured answer, `runId` a durable run's id when known
+ *   answer     the answer of the running run as it streams (its `final_delta` texts joined), ""
+ *              before it starts and once it is in `messages`; what streamed before an `end` stays
+ *   status     "idle" | "running" | "waiting" (for an approval) | "error" (an `end` other than
+ *              `abort`, or a failure thrown by the agent: then `error`)
+ *   ending     the run's `final` or `end` event, or null
+ *   error      {name, kind, reason, message} of a failure the agent threw (`busy`...), or null
+ *   thought    the latest turn's thought, or null
+ *   calls      [{id, tool, input, result?, error?}]: this run's calls, announced by their turn,
+ *              then filled in by their `result`
+ *   approvals  [{runId, approvalId, title, body}]: pending approvals, until answered
+ *   usage      {promptTokens, completionTokens, cachedTokens}, summed over the conversation
+ *   taint      the conversation's `taint` event, or null
+ *   artifacts  [{id, mediaType, filename, size, callId}]: this run's files (`callId` null for
+ *              an attachment)
+ *   runId      the run's durable id once known (sent with `{runId}`, or told by `waiting`)
+ *
+ * `answer`, `ending`, `error`, `thought`, `calls`, `artifacts` and `runId` belong to the run:
+ * they start again at each `send`. `messages`, `usage`, `taint` and `approvals` last until `reset`.
+ *
+ * Besides the agent's events, `reduce` takes the store's own actions, typed "chat.*":
+ * `chat.send {text, runId?}` (a prompt is sent), `chat.recovered {runId, prompt}` (a run found
+ * waiting after a reload), `chat.approve {approvalId}` and `chat.resume {runId, prompt?}` (a run
+ * goes on), `chat.error {error}`, `chat.done` (the run's events stopped) and `chat.reset`.
+ *
+ * @module chat
+ */
+
+const freeze = Object.freeze;
+
+const NO_USAGE = freeze({ promptTokens: 0, completionTokens: 0, cachedTokens: 0 });
+
+/** The state of a store with nothing sent. */
+export const initialState = freeze({
+  messages: freeze([]),
+  answer: "",
+  status: "idle",
+  ending: null,
+  error: null,
+  thought: null,
+  calls: freeze([]),
+  approvals: freeze([]),
+  usage: NO_USAGE,
+  taint: null,
+  artifacts: freeze([]),
+  runId: null,
+});
+
+const RUN = { answer: "", ending: null, error: null, thought: null, calls: freeze([]), artifacts: freeze([]) };
+
+const next = (state, changes) => freeze({ ...state, ...changes });
+const append = (list, item) => freeze([...list, freeze(item)]);
+const replace = (list, i, item) => freeze(list.map((old, j) => (j === i ? freeze(item) : old)));
+const message = (role, text, extra) => {
+  const m = { role, text };
+  for (const [key, value] of Object.entries(extra)) if (value !== null && value !== undefined) m[key] = value;
+  return m;
+};
+
+/** A durable run's id, once the state learns it: the prompt that started the run gets it too. */
+function withRunId(state, runId) {
+  if (!runId || state.runId === runId) return state;
+  const last = state.messages.length - 1;
+  const prompt = state.messages[last];
+  const messages = prompt?.role === "user" && !prompt.runId ? replace(state.messages, last, { ...prompt, runId }) : state.messages;
+  return next(state, { runId, messages });
+}
+
+/** A call as the state keeps it: the event's fields, then what its result said. */
+function upsertCall(calls, { id, tool, input }, result) {
+  const i = calls.findIndex((c) => c.id === id);
+  const old = i < 0 ? { id, tool, input: input ?? null } : calls[i];
+  const call = { ...old, ...(input !== undefined ? { input } : {}), ...result };
+  if (i < 0) return append(calls, call);
+  return replace(calls, i, call);
+}
+
+const STEPS = {
+  // -- the store's own actions --
+  "chat.send": (s, a) => next(s, { ...RUN, status: "running", runId: a.runId ?? null, messages: append(s.messages, message("user", a.text, { runId: a.runId })) }),
+  "chat.recovered": (s, a) => next(s, { ...RUN, status: "idle", runId: a.runId, messages: append(s.messages, message("user", a.prompt, { runId: a.runId })) }),
+  "chat.approve": (s, a) => {
+    const approval = s.approvals.find((x) => x.approvalId === a.approvalId);
+    const approvals = freeze(s.approvals.filter((x) => x !== approval));
+    return next(s, { status: "running", ending: null, error: null, approvals, runId: approval?.runId ?? s.runId });
+  },
+  "chat.resume": (s, a) => {
+    const resumed = a.prompt == null ? s : STEPS["chat.send"](s, { text: a.prompt, runId: a.runId });
+    return next(resumed, { status: "running", ending: null, error: null, runId: a.runId });
+  },
+  "chat.error": (s, a) => {
+    const { name = "Error", kind = null, reason = null, message = String(a.error) } = a.error ?? {};
+    return next(s, { status: "error", error: freeze({ name, kind, reason, message }) });
+  },
+  "chat.done": (s) => (s.status === "running" ? next(s, { status: "idle" }) : s),
+  "chat.reset": () => initialState,
+
+  // -- the agent's events --
+  final_delta: (s, ev) => next(s, { answer: s.answer + ev.text }),
+  retry: (s) => (s.answer ? next(s, { answer: "" }) : s), // the refused turn's answer is not the answer
+  usage: (s, ev) =>
+    next(s, {
+      usage: freeze({
+        promptTokens: s.usage.promptTokens + (ev.promptTokens ?? 0),
+        completionTokens: s.usage.completionTokens + (ev.completionTokens ?? 0),
+        cachedTokens: s.usage.cachedTokens + (ev.cachedTokens ?? 0),
+      }),
+    }),
+  turn: (s, ev) => next(s, { thought: ev.thought ?? null, calls: (ev.calls ?? []).reduce((calls, c) => upsertCall(calls, c, {}), s.calls) }),
+  call: (s, ev) => next(s, { calls: upsertCall(s.calls, ev, {}) }),
+  result: (s, ev) => next(s, { calls: upsertCall(s.calls, { id: ev.id, tool: ev.tool }, { result: ev.text, error: !!ev.error }) }),
+  artifact: (s, ev) => {
+    const running = s.calls.find((c) => !("result" in c)); // calls run one at a time, in order
+    const { id, mediaType, filename = null, size } = ev;
+    return next(s, { artifacts: append(s.artifacts, { id, mediaType, filename, size, callId: running?.id ?? null }) });
+  },
+  taint: (s, ev) => next(s, { taint: freeze({ ...ev }) }),
+  waiting: (s, ev) => {
+    const known = withRunId(s, ev.runId);
+    const { runId, approvalId, title, body = null } = ev;
+    const approvals = known.approvals.some((a) => a.approvalId === approvalId) ? known.approvals : append(known.approvals, { runId, approvalId, title, body });
+    return next(known, { status: "waiting", approvals });
+  },
+  interrupted: (s, ev) => next(withRunId(s, ev.runId), { status: "idle" }),
+  final: (s, ev) =>
+    next(s, {
+      status: "idle",
+      answer: "",
+      ending: freeze({ ...ev }),
+      thought: ev.thought ?? s.thought,
+      messages: append(s.messages, message("assistant", ev.text, { output: ev.output, runId: s.runId })),
+    }),
+  end: (s, ev) => next(s, { status: ev.reason === "abort" ? "idle" : "error", ending: freeze({ ...ev }) }),
+};
+
+/**
+ * The state after one event (an agent's event, camelCase keys as aerix.mjs gives them) or one of
+ * the store's "chat.*" actions. Pure: `state` is not changed; an unknown type (or a `text`
+ * delta) returns `state` itself.
+ */
+export function reduce(state, event) {
+  const step = STEPS[event?.type];
+  return step ? step(state, event) : state;
+}
+
+/** A failure the agent threw, as plain data for the state. */
+function failure(e) {
+  return { name: e?.name ?? "Error", kind: e?.kind ?? null, reason: e?.reason ?? null, message: String(e?.message ?? e) };
+}
+
+function busy() {
+  return Object.assign(new Error("this chat is running a run: stop it, or wait for it to end"), { name: "AerixError", kind: "busy", reason: null });
+}
+
+/**
+ * A store over one agent (from `ai.agent(...)`).
+ *
+ * @param {object} agent an agent of aerix.mjs
+ * @param {object} [options]
+ * @param {(event: object) => void} [options.onEvent] sees each of the agent's events, before it
+ *   is reduced (a log, a transcript)
+ */
+export function chat(agent, { onEvent } = {}) {
+  let state = initialState;
+  const listeners = new Set();
+  const prompts = new Map(); // recovered runs: id -> prompt, for resume
+  let controller = null;
+  let running = null; // the promise of the run whose events are being read
+
+  function dispatch(action) {
+    const after = reduce(state, action);
+    if (after === state) return;
+    state = after;
+    for (const fn of [...listeners]) {
+      try {
+        fn(state);
+      } catch (e) {
+        // reported, without stopping the run or the other subscribers
+        if (globalThis.reportError) globalThis.reportError(e);
+        else console.error(e);
+      }
+    }
+  }
+
+  /** Read one run's events into the state; resolves with the state when they stop. */
+  function consume(open, signal) {
+    controller = new AbortController();
+    const own = controller;
+    const follow = () => own.abort(signal.reason);
+    if (signal?.aborted) own.abort(signal.reason);
+    else signal?.addEventListener?.("abort", follow, { once: true });
+    running = (async () => {
+      try {
+        for await (const ev of open(own.signal)) {
+          onEvent?.(ev);
+          dispatch(ev);
+        }
+      } catch (e) {
+        dispatch({ type: "chat.error", error: failure(e) });
+      } finally {
+        signal?.removeEventListener?.("abort", follow);
+        if (controller === own) controller = null;
+        running = null;
+        dispatch({ type: "chat.done" });
+      }
+      return state;
+    })();
+    return running;
+  }
+
+  return {
+    getState: () => state,
+    /** Call `fn(state)` after each change; returns the function that stops it. */
+    subscribe(fn) {
+      listeners.add(fn);
+      return () => listeners.delete(fn);
+    },
+    /**
+     * Send a prompt: a new run of the agent (`options` as `agent.run` takes them: `signal`,
+     * `attachments`, `invoker`, `runId`, `idempotencyKey`, `source`). Resolves with the state
+     * once its events stop (its failures are in the state); rejects `busy` while a run goes on.
+     */
+    send(prompt, { signal, ...options } = {}) {
+      if (running) return Promise.reject(busy());
+      dispatch({ type: "chat.send", text: String(prompt), runId: options.runId ?? null });
+      return consume((own) => agent.run(prompt, { ...options, signal: own }), signal);
+    },
+    /** Abort the running run: it ends `end` reason `abort`. */
+    stop() {
+      controller?.abort();
+    },
+    /**
+     * Answer a pending approval (`yes`: approved) and continue its durable run; `reason` goes
+     * with a denial. `options.approver` says who answers. Resolves like `send`.
+     */
+    approve(approvalId, yes = true, reason = null, { approver, signal } = {}) {
+      const approval = state.approvals.find((a) => a.approvalId === approvalId);
+      if (!approval) return Promise.reject(Object.assign(new Error(`no pending approval ${approvalId}`), { name: "AerixError", kind: "options", reason: null }));
+      if (running && state.status === "running") return Promise.reject(busy());
+      const go = () => {
+        if (running) return Promise.reject(busy());
+        dispatch({ type: "chat.approve", approvalId });
+        return consume((own) => agent.approve(approval.runId, approvalId, !!yes, { reason: reason ?? undefined, signal: own, approver }), signal);
+      };
+      // the waiting run's events are closing: answer once they have
+      return running ? running.then(go) : go();
+    },
+    /**
+     * After a reload: the agent's `recover()`. Runs waiting for an approval join the state (their
+     * prompt as a message, their approval pending); all are returned, as `agent.recover()` gives
+     * them, so a UI can offer to `resume` the interrupted ones.
+     */
+    async recover() {
+      const runs = await agent.recover();
+      for (const run of runs) {
+        prompts.set(run.id, run.prompt);
+        if (!run.approval) continue;
+        dispatch({ type: "chat.recovered", runId: run.id, prompt: run.prompt });
+        const { id: approvalId, title, body } = run.approval;
+        dispatch({ type: "waiting", runId: run.id, approvalId, title, body });
+      }
+      return runs;
+    },
+    /** Continue a durable run from its last checkpoint (one `recover` returned). Resolves like `send`. */
+    resume(runId, { signal } = {}) {
+      if (running) return Promise.reject(busy());
+      dispatch({ type: "chat.resume", runId, prompt: prompts.get(runId) ?? null });
+      prompts.delete(runId);
+      return consume((own) => agent.resume(runId, { signal: own }), signal);
+    },
+    /** Stop the running run, forget the conversation (the agent's too) and start again. */
+    async reset() {
+      controller?.abort();
+      await running;
+      agent.reset();
+      prompts.clear();
+      dispatch({ type: "chat.reset" });
+    },
+    /** The agent this store reads. */
+    agent,
+  };
+}

@@ -7,40 +7,12 @@ import asyncio
 import inspect
 
 import pytest
-from helpers import calls, collect, final
+from helpers import Crash, CrashingStore, calls, collect, final
 
 from aerix import AerixError, Agent, Message, console_channel, tool
 from aerix.page import create_agent, js_channel
 from aerix.stores import MemoryStore
 from aerix.testing import ScriptedModel
-
-
-class Crash(BaseException):
-    """The page dies: nothing after this point runs."""
-
-
-class CrashingStore(MemoryStore):
-    """A store whose n-th write of a kind kills the 'page', right after writing it or before."""
-
-    def __init__(self, at=None, what="save_run", before=False):
-        super().__init__()
-        self.at, self.what, self.before, self.count = at, what, before, 0
-
-    async def _write(self, what, write):
-        if what == self.what:
-            self.count += 1
-            if self.count == self.at:
-                self.at = None
-                if not self.before:
-                    await write()
-                raise Crash(f"{what} #{self.count}")
-        await write()
-
-    async def save_run(self, run):
-        await self._write("save_run", lambda: MemoryStore.save_run(self, run))
-
-    async def put_effect(self, key, result):
-        await self._write("put_effect", lambda: MemoryStore.put_effect(self, key, result))
 
 
 class Recorder:

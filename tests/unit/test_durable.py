@@ -6,39 +6,11 @@ import hashlib
 import json
 
 import pytest
-from helpers import calls, collect, endings, final, kinds
+from helpers import Crash, CrashingStore, calls, collect, endings, final, kinds
 
 from aerix import AerixError, Agent, Hooks, Limits, tool
 from aerix.stores import MemoryStore
 from aerix.testing import Reply, ScriptedModel
-
-
-class Crash(BaseException):
-    """The page dies: nothing after this point runs."""
-
-
-class CrashingStore(MemoryStore):
-    """A store whose n-th write of a kind kills the 'page' — right after writing it, or before."""
-
-    def __init__(self, at=None, what="save_run", before=False):
-        super().__init__()
-        self.at, self.what, self.before, self.count = at, what, before, 0
-
-    async def _maybe_crash(self, what, write):
-        if what == self.what:
-            self.count += 1
-            if self.count == self.at:
-                if not self.before:
-                    await write()
-                self.at = None
-                raise Crash(f"{what} #{self.count}")
-        await write()
-
-    async def save_run(self, run):
-        await self._maybe_crash("save_run", lambda: MemoryStore.save_run(self, run))
-
-    async def put_effect(self, key, result):
-        await self._maybe_crash("put_effect", lambda: MemoryStore.put_effect(self, key, result))
 
 
 class Conversation:

@@ -24,7 +24,7 @@ from .events import End, Event, Final, Interrupted, Waiting
 from .limits import Hooks, Limits
 from .loop import Loop, Memory
 from .state import Conversation, LoopState
-from .stores import MemoryStore, Store
+from .stores import STORE_METHODS, MemoryStore, Store
 from .tools import ContextKey, Tool
 from .trust import Invoker, ToolPolicy
 from .output import Output
@@ -95,8 +95,7 @@ class Agent:
         if not isinstance(constrain, bool):
             raise AerixError("options", f"constrain must be True or False, got {constrain!r}")
         if store is not None and not isinstance(store, Store):
-            methods = ("create_run", "get_run", "save_run", "list_runs", "get_effect", "put_effect", "acquire_lease", "release_lease", "get_lease", "get_state", "put_state", "put_artifact", "get_artifact", "list_artifacts")
-            missing = [m for m in methods if not callable(getattr(store, m, None))]
+            missing = [m for m in STORE_METHODS if not callable(getattr(store, m, None))]
             raise AerixError("options", f"store lacks {missing}: see aerix.stores.Store")
         if clock is not None and not callable(clock):
             raise AerixError("options", "clock must be a function returning seconds")

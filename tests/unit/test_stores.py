@@ -46,3 +46,22 @@ async def test_verify_store_names_the_check_a_broken_store_fails():
     with pytest.raises(AssertionError, match="check_effects_are_kept_by_key"):
         await verify_store(Forgetful)
     await verify_store(MemoryStore)
+
+
+def test_an_agent_names_what_a_store_lacks():
+    from aerix import AerixError, Agent
+    from aerix.testing import ScriptedModel
+
+    class Old:  # a store made before leases, agent state and artifacts
+        async def create_run(self, run): ...
+        async def get_run(self, run_id): ...
+        async def save_run(self, run): ...
+        async def list_runs(self): ...
+        async def get_effect(self, key): ...
+        async def put_effect(self, key, result): ...
+
+    with pytest.raises(AerixError) as e:
+        Agent(model=ScriptedModel([]), store=Old())
+    for name in ("acquire_lease", "get_state", "put_artifact"):
+        assert name in e.value.message
+    assert "create_run" not in e.value.message

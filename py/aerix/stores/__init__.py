@@ -48,7 +48,7 @@ from __future__ import annotations
 import copy
 from typing import Any, Protocol, runtime_checkable
 
-__all__ = ["MemoryStore", "Store"]
+__all__ = ["STORE_METHODS", "MemoryStore", "Store"]
 
 
 @runtime_checkable
@@ -67,6 +67,10 @@ class Store(Protocol):
     async def list_artifacts(self, run_id: str) -> list[dict[str, Any]]: ...
     async def get_state(self, agent: str) -> dict[str, Any] | None: ...
     async def put_state(self, agent: str, state: dict[str, Any]) -> None: ...
+
+
+STORE_METHODS: tuple[str, ...] = tuple(name for name, value in vars(Store).items() if not name.startswith("_") and callable(value))
+"""The names of the protocol's methods, for a clear error naming what a store lacks."""
 
 
 class MemoryStore:

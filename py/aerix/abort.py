@@ -2,12 +2,13 @@
 
 The caller's signal is anything with a truthy ``.aborted``: an :class:`Abort`, or a JavaScript
 ``AbortSignal`` proxied into Python as it is. When a run starts, the loop composes it once into
-the run's :class:`Abort` (:func:`run_signal`: the caller's ``Abort`` itself, or one following
-any other signal); the model, the tools and the hooks get that one object. Whoever needs to stop something at once subscribes with :meth:`Abort.on_abort`
+the run's own :class:`Abort` (``Abort.following(signal)``: the run's timeout and a drain abort it
+too, never the caller's object); the model, the tools and the hooks get that one object. Whoever
+needs to stop something at once subscribes with :meth:`Abort.on_abort`
 (the JS edge turns it into a real ``AbortSignal`` for the engine that way); whoever loops polls
 ``.aborted``. Reading ``.aborted`` also looks at the caller's signal, so a signal that cannot
 call back (a plain object) is still seen at the next read. When the run ends, the loop closes
-the ``Abort`` it composed (:meth:`Abort.close`; never the caller's own): that drops what
+the ``Abort`` it composed (:meth:`Abort.close`): that drops what
 following put on the caller's signal (a callback, or an event listener and its proxy), so a
 long-lived caller's signal keeps nothing of finished runs.
 """
@@ -16,7 +17,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Protocol
 
-__all__ = ["Abort", "Signal", "is_aborted", "run_signal"]
+__all__ = ["Abort", "Signal", "is_aborted"]
 
 
 class Signal(Protocol):
@@ -96,12 +97,6 @@ class Abort:
 
     def __repr__(self) -> str:
         return f"Abort(aborted={self._aborted})"
-
-
-def run_signal(signal: Any) -> Abort:
-    """The run's one signal, composed once when a run starts: the caller's ``Abort`` itself (so a
-    tool that aborts ``ctx.signal`` aborts the caller's), or an ``Abort`` following any other."""
-    return signal if isinstance(signal, Abort) else Abort.following(signal)
 
 
 def is_aborted(signal: Any) -> bool:

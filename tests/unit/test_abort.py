@@ -5,7 +5,7 @@ from __future__ import annotations
 import gc
 import weakref
 
-from aerix.abort import Abort, is_aborted, run_signal
+from aerix.abort import Abort, is_aborted
 
 
 class Flag:
@@ -186,11 +186,3 @@ def test_an_aborted_follower_keeps_its_state_after_close():
     parent.abort("stop")
     child.close()
     assert (child.aborted, child.reason) == (True, "stop")
-
-
-def test_run_signal_keeps_an_abort_and_composes_anything_else():
-    mine = Abort()
-    assert run_signal(mine) is mine
-    for caller in (None, Flag(), FakeEventTarget()):
-        composed = run_signal(caller)
-        assert isinstance(composed, Abort) and composed is not caller and not composed.aborted

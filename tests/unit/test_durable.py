@@ -331,3 +331,23 @@ async def test_an_ephemeral_timeout_with_a_fake_clock():
 
     events = await collect(Agent(model=ScriptedModel(slow), clock=clock, limits=Limits(timeout_s=10, retries=9)).run("go"))
     assert events[-1].reason == "timeout" and kinds(events) == ["retry", "end"]  # the 2nd generation is cut mid-stream
+
+
+async def test_approve_reads_the_run_once_after_taking_its_lease():
+    class Counting(MemoryStore):
+        reads = 0
+
+        async def get_run(self, run_id):
+            self.reads += 1
+            return await MemoryStore.get_run(self, run_id)
+
+    async def pay(input, ctx):
+        return "paid" if await ctx.approve("Pay?") else "not paid"
+
+    store = Counting()
+    agent = Agent(model=ScriptedModel([calls(("pay", {})), final("done")]), tools=[tool(name="pay", description="Pays.", input={}, run=pay)], store=store)
+    waiting = (await collect(agent.run("pay")))[-1]
+    store.reads = 0
+    events = await collect(agent.approve(waiting.run_id, waiting.approval_id, True))
+    assert events[-1].type == "final"
+    assert store.reads == 2  # one to name the lease (its concurrency key), one fresh under the lease

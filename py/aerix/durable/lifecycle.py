@@ -130,17 +130,20 @@ class Runs:
             async for ev in events:
                 yield ev
 
-    async def resume(self, run_id: str, signal: Any, just_started: bool = False, lease: Lease | None = None) -> AsyncGenerator[Event, None]:
+    async def resume(
+        self, run_id: str, signal: Any, just_started: bool = False, lease: Lease | None = None, record: RunRecord | None = None
+    ) -> AsyncGenerator[Event, None]:
         """Take the run's lease, restore the run from its checkpoint (or start it from the
         agent's conversation) and drive the loop; a run already ended yields its ending again. A
         run that ``run()`` has just started and cannot read back ends ``error``: ``run()`` never
-        raises once it began. A run executing elsewhere is ``AerixError(kind="busy")``."""
+        raises once it began. A run executing elsewhere is ``AerixError(kind="busy")``. ``lease``
+        and ``record``: already taken and read (by ``approve``), so not again."""
         agent = self.agent
         await agent._claim()
         run: Durable | None = None
         try:
             try:
-                record = await self.load(run_id)
+                record = record or await self.load(run_id)
             except AerixError as e:
                 if not just_started:
                     raise
@@ -154,25 +157,21 @@ class Runs:
             _check_resumable(record, agent.system)
             lease = lease or await self.lease(record)
             run = self.current = Durable(self.store, record, agent.clock, lease)
+            checkpoint = record.checkpoint  # None: queued, it starts from this agent's conversation
             try:
                 await agent.state.load()  # the agent's state as the store has it now (agent_state.py)
-            except AerixError as e:
-                yield End("error", e.message)
-                return
-            if record.checkpoint is None:  # queued: it starts from this agent's conversation
-                now = agent._conversation
-                conversation = Conversation([dict(m) for m in now.messages], now.calls_made, now.taint)
-                conversation.add("user", record.prompt)
-                state = LoopState()
-                try:
+                if checkpoint is None:
+                    now = agent._conversation
+                    conversation = Conversation([dict(m) for m in now.messages], now.calls_made, now.taint)
+                    conversation.add("user", record.prompt)
+                    state = LoopState()
                     await run.checkpoint(conversation, state)
-                except AerixError as e:
-                    yield End("error", e.message)  # the store failed before the run began
-                    return
-            else:
-                checkpoint = record.checkpoint
+            except AerixError as e:
+                yield End("error", e.message)  # the store failed before the run began
+                return
+            if checkpoint is not None:
                 conversation = Conversation([dict(m) for m in checkpoint["messages"]], checkpoint["calls_made"], checkpoint.get("taint"))
-                state = LoopState.from_dict(record.checkpoint)
+                state = LoopState.from_dict(checkpoint)
             agent._conversation = conversation
             loop = Loop(agent, conversation, state, signal, run, Invoker.of(record.invoker), source=record.source)
             async with aclosing(loop.events()) as events:
@@ -221,7 +220,7 @@ class Runs:
         except BaseException:
             await lease.give_back()
             raise
-        async with aclosing(self.resume(run_id, signal, lease=lease)) as events:
+        async with aclosing(self.resume(run_id, signal, lease=lease, record=record)) as events:
             async for ev in events:
                 yield ev
 

@@ -24,21 +24,21 @@ from .trust import flag_holds
 if TYPE_CHECKING:
     from .loop import Loop
 
-__all__ = ["Interrupted", "call_tool", "until_aborted"]
+__all__ = ["StepInterrupted", "call_tool", "until_aborted"]
 
 
-class Interrupted(Exception):
+class StepInterrupted(Exception):
     """The awaited step was cancelled because its signal aborted."""
 
 
 async def until_aborted(awaitable: Any, signal: Abort) -> Any:
     """Await ``awaitable`` in its own task unless ``signal`` aborts first; then cancel the task,
-    wait for it to stop, and raise :class:`Interrupted`. Cancelling the caller cancels it too."""
+    wait for it to stop, and raise :class:`StepInterrupted`. Cancelling the caller cancels it too."""
     if signal.aborted:
         close = getattr(awaitable, "close", None)
         if close is not None:
             close()  # a coroutine never started: close it, or Python warns it was never awaited
-        raise Interrupted
+        raise StepInterrupted
     inner = asyncio.ensure_future(awaitable)
     stopped: asyncio.Future[None] = asyncio.get_running_loop().create_future()
 
@@ -59,7 +59,7 @@ async def until_aborted(awaitable: Any, signal: Abort) -> Any:
     if inner.done():
         return inner.result()
     await _stop(inner)
-    raise Interrupted
+    raise StepInterrupted
 
 
 async def _stop(task: asyncio.Future[Any]) -> None:
@@ -155,7 +155,7 @@ async def _run(loop: Loop, tool: Tool, call: Call, ctx: ToolContext) -> tuple[st
     work = loop.book.run_effect(tool, call.input, ctx) if tool.effect else run_tool(tool, call.input, ctx)
     try:
         text, error = await until_aborted(work, signal)
-    except Interrupted:
+    except StepInterrupted:
         if loop.signal.aborted:
             raise  # the run stops: the loop closes the turn
         return f"error: timed out after {tool.timeout_s:g} s", True

@@ -25,10 +25,10 @@ from typing import TYPE_CHECKING, Any, AsyncGenerator, Callable, Protocol, Union
 
 from .abort import Abort
 from .artifacts import RunArtifacts
-from .calls import Interrupted, call_tool, until_aborted
+from .calls import StepInterrupted, call_tool, until_aborted
 from .channels import Channels
 from .errors import AerixError, describe
-from .events import Call, End, Event, Final, FinalDelta, Interrupted as Drained, Result, Retry, Text, Turn, Usage, Waiting
+from .events import Call, End, Event, Final, FinalDelta, Interrupted, Result, Retry, Text, Turn, Usage, Waiting
 from .final_text import FinalText
 from .limits import HookFailed
 from .tools import Tool, ToolContext, WaitingForApproval, run_tool
@@ -41,7 +41,7 @@ if TYPE_CHECKING:
 
 __all__ = ["Book", "Loop", "Memory", "Stop"]
 
-Stop = Union[Final, End, Waiting, Drained]
+Stop = Union[Final, End, Waiting, Interrupted]
 
 
 class Book(Protocol):
@@ -155,7 +155,7 @@ class Loop:
                     raise
                 self.stop = End("error", e.message)
             except _Draining:  # Agent.drain(): stopped at a checkpoint
-                self.stop = Drained(self.book.run_id or "", "the agent was drained") if self.book.durable else End("abort", "the agent was drained")
+                self.stop = Interrupted(self.book.run_id or "", "the agent was drained") if self.book.durable else End("abort", "the agent was drained")
             # the one exit: the stop, recorded by the book
             yield await self.book.close(self.conversation, st, self.stop)
         finally:
@@ -234,7 +234,7 @@ class Loop:
                 while self.halted() is None:
                     try:
                         delta = await until_aborted(deltas.__anext__(), self.signal)
-                    except (StopAsyncIteration, Interrupted):
+                    except (StopAsyncIteration, StepInterrupted):
                         break
                     kind = delta.get("type") if isinstance(delta, dict) else None
                     if kind == "text" and done is None and isinstance(delta.get("text"), str):
@@ -327,9 +327,9 @@ class Loop:
             try:
                 halted = self.halted()
                 if halted is not None:
-                    raise Interrupted
+                    raise StepInterrupted
                 ran, events = await call_tool(self, call)
-            except (Interrupted, HookFailed) as e:
+            except (StepInterrupted, HookFailed) as e:
                 halted = self.halted()
                 self.stop = halted or End("error", str(e))
                 for cancelled in self.close_turn(halted.message if halted else "the run ended on a failed hook"):

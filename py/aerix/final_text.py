@@ -9,8 +9,11 @@ in the turn (a tool's input) is not the answer. Joined, the pieces are exactly w
 
 from __future__ import annotations
 
+import re
+
 __all__ = ["FinalText"]
 
+_SPECIAL = re.compile(r'["\\]')  # what ends a run of plain characters inside a string
 _SIMPLE = {'"': '"', "\\": "\\", "/": "/", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t"}
 
 
@@ -31,7 +34,19 @@ class FinalText:
     def feed(self, chunk: str) -> str:
         """The characters of the final string that ``chunk`` completes ("" if none)."""
         out: list[str] = []
-        for ch in chunk:
+        i, end = 0, len(chunk)
+        while i < end:
+            if self.in_string and self.escape is None:
+                # a run of plain characters, taken whole: json.loads copies them as they are
+                found = _SPECIAL.search(chunk, i)
+                stop = found.start() if found else end
+                if stop > i:
+                    self._flush_high(out)
+                    self._put(chunk[i:stop], out)
+                    i = stop
+                    continue
+            ch = chunk[i]
+            i += 1
             if self.in_string:
                 self._string_char(ch, out)
             else:
@@ -67,7 +82,8 @@ class FinalText:
                 self.key = "".join(self._key_chars)
             self.answering = False
         else:
-            self._emit(ch, out)
+            self._flush_high(out)
+            self._put(ch, out)
 
     def _escaped(self, ch: str, out: list[str]) -> None:
         assert self.escape is not None
@@ -91,7 +107,8 @@ class FinalText:
         self._emit(chr(code), out)
 
     def _emit(self, ch: str, out: list[str]) -> None:
-        """One decoded character: a high surrogate waits for its low half, as json.loads pairs them."""
+        """One character from an escape: a high surrogate waits for the low half of the next
+        escape, as json.loads pairs them (characters written as they are are never paired)."""
         if "\ud800" <= ch <= "\udbff":
             self._flush_high(out)
             self.high = ch

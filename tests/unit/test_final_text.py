@@ -63,3 +63,16 @@ async def test_no_deltas_with_structured_output():
     schema = {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}
     events = await collect(Agent(model=model, output=schema).run("go"))
     assert events[-1].output == {"city": "Lisbon"} and not [e for e in events if e.type == "final_delta"]
+
+
+def test_surrogates_written_as_they_are_are_not_paired_escaped_ones_are():
+    # json.loads pairs a high and a low surrogate only when both are \\u escapes
+    for final in ("a\ud83d\ude00b", "\ud83d", "x\udc00\ud800y"):
+        for ascii_ in (False, True):
+            text = json.dumps({"thought": "t", "final": final}, ensure_ascii=ascii_)
+            for size in (1, 2, 5, 64):
+                reader = FinalText()
+                got = "".join(reader.feed(text[i : i + size]) for i in range(0, len(text), size))
+                assert got == json.loads(text)["final"], (final, ascii_, size)
+    mixed = '{"final": "\\ud83d\ude00"}'  # an escaped high, then a low written as it is
+    assert FinalText().feed(mixed) == json.loads(mixed)["final"]

@@ -216,13 +216,11 @@ async def read_artifact(store: Any, artifact_id: Any) -> tuple[Artifact, bytes] 
 
 
 async def list_artifacts(store: Any, run_id: str) -> list[Artifact]:
-    found = await _use(store, "list_artifacts", run_id)
-    if not isinstance(found, list):
-        raise AerixError("store", f"store failed: list_artifacts answered {type(found).__name__}")
+    found = await _use(store, "list_artifacts", run_id, returns=list)
     return [Artifact.from_dict(meta) for meta in found]
 
 
-async def _use(store: Any, method: str, *args: Any) -> Any:
+async def _use(store: Any, method: str, *args: Any, returns: type | tuple[type, ...] | None = None) -> Any:
     from .durable.book import use_store  # not at import: the durable package imports the loop, which imports this
 
-    return await use_store(method, lambda: getattr(store, method)(*args))
+    return await use_store(method, lambda: getattr(store, method)(*args), returns)

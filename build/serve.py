@@ -68,8 +68,9 @@ CSP = {
     "default-src": "'self'",
     # Pyodide and wllama compile WebAssembly; that is all 'wasm-unsafe-eval' allows (no JS eval)
     "script-src": "'self' 'wasm-unsafe-eval'",
-    # wllama starts its worker, and llama.cpp its threads, from blob: URLs
-    "worker-src": "blob:",
+    # the worker runtime (worker.mjs) from the origin; wllama starts its worker, and llama.cpp its
+    # threads, from blob: URLs
+    "worker-src": "'self' blob:",
     # not http://[::1]:*: Chromium takes no IPv6 address in a CSP (it drops it as invalid, with a
     # console error), so the demo takes 127.0.0.1 and localhost only
     "connect-src": "'self' http://127.0.0.1:* http://localhost:*",

@@ -3,12 +3,14 @@
  * from this page's origin; then build agents from JavaScript.
  *
  *   import { boot } from "./aerix.mjs";
- *   const aerix = await boot({ model: "./models/tiny.gguf", onProgress: (p) => console.log(p) });
+ *   const aerix = await boot({ model: "./models/tiny.gguf", worker: true, onProgress: (p) => console.log(p) });
  *   const agent = aerix.agent({
  *     instructions: "You are a travel helper.",
  *     tools: [{ name: "weather", description: "Forecast for a city.",
  *               input: { city: { type: "string", required: true } },
- *               run: async ({ city }, { signal, callId }) => `Sunny in ${city}` }],
+ *               run: async ({ city }, { signal, callId }) => `Sunny in ${city}` },
+ *             { name: "sum", description: "Add numbers.", input: { xs: { type: "array", items: { type: "number" } } },
+ *               module: "./my-tools.mjs" }],   // imported and run where Python runs (the worker)
  *     limits: { turns: 8, maxTokens: 384 },
  *     hooks: { beforeCall: (call) => null },
  *     channels: [{ name: "toast", out: (message) => showToast(message) }],  // a tool: await ctx.emit("toast", body, { title })
@@ -16,8 +18,16 @@
  *   for await (const ev of agent.run("Umbrella for Lisbon?", { signal })) console.log(ev);
  *   const answer = await agent.ask("And for Porto?");   // { text, thought, events }
  *
- * Python that runs in the same Pyodide (`aerix.pyodide.runPythonAsync`) gets the engine with
- * `from aerix.engines.js import page_model`.
+ * Two modes, one API:
+ * - `worker: true`: Python, the aerix wheel and the engine's client run in a module Web Worker
+ *   (worker.mjs); the page's main thread stays free for the UI. Tools, hooks and channels written
+ *   in the page still run in the page (each call is a message back), so they keep the DOM; a tool
+ *   given as `{module, export}` runs in the worker. Abort crosses as a message. remote.mjs lists
+ *   the few differences (`agent()` builds in the background: see `agent.ready`).
+ * - `worker: false` (the default): everything in the page, and `aerix.pyodide` is the Pyodide
+ *   the agents run in, for `pyodide.runPython` users. Python that runs there gets the engine with
+ *   `from aerix.engines.js import page_model`.
+ * `aerix.runPython(code)` works in both: the value of `code`, as plain JavaScript.
  *
  * The same agents run against an OpenAI-compatible server instead of the in-page engine:
  *
@@ -29,8 +39,8 @@
  * @module aerix
  */
 
-import { loadEngine } from "./engine.mjs";
-import { openStore } from "./store.mjs";
+import { bootHere } from "./runtime.mjs";
+import { bootWorker } from "./remote.mjs";
 
 /** `chat(agent)`: a reactive store of one agent's conversation for UIs (chat.mjs). */
 export { chat } from "./chat.mjs";
@@ -43,6 +53,7 @@ const HERE = new URL("./", import.meta.url);
  * @param {object} options
  * @param {string|Blob} [options.model] a GGUF file: a URL (any GGUF you host) or a Blob; not
  *   needed with `engine.baseUrl`.
+ * @param {boolean} [options.worker=false] run Python and the engine in a Web Worker (see above).
  * @param {boolean} [options.cache=true] keep a model fetched from a URL in this browser (Cache API,
  *   "aerix-models") and load it from there on the next boot, with no request for it while the
  *   site's `models/models.json` gives the same sha256 (a model it does not list is revalidated);
@@ -54,208 +65,10 @@ const HERE = new URL("./", import.meta.url);
  * @param {(p: {phase: string, loaded?: number, total?: number, ms?: number}) => void} [options.onProgress]
  *   phases: "python", "packages", "imports" (each with `ms` when done) and "model" (bytes, with
  *   `cached`: true when they come from this browser's cache).
- * @returns {Promise<{pyodide: object, engine: object, agent: Function, timings: object}>}
+ * @returns {Promise<{pyodide: object|null, engine: object, agent: Function, runPython: Function, timings: object, worker: boolean}>}
  */
-export async function boot({ model, cache = true, base = HERE, engine: engineOptions = {}, onProgress = () => {} } = {}) {
-  const server = engineOptions?.baseUrl ? engineOptions : null;
-  if (!server && (model === undefined || model === null)) throw new Error("boot({ model }) needs a model: a GGUF URL or a Blob");
+export async function boot({ worker = false, base = HERE, ...options } = {}) {
+  if (typeof worker !== "boolean") throw new TypeError(`boot({ worker }) must be true or false, got ${worker}`);
   const root = new URL(base, location.href);
-  const started = performance.now();
-  const timings = {};
-  const time = (phase) => {
-    const ms = Math.round(performance.now() - started);
-    timings[phase] = ms;
-    onProgress({ phase, ms });
-  };
-  const python = loadPython(root, time);
-  const engine = (
-    server
-      ? openServer(server)
-      : loadEngine({
-          wllamaBase: new URL("wllama/", root).href,
-          manifest: new URL("models/models.json", root).href,
-          ...engineOptions,
-          model: typeof model === "string" ? new URL(model, location.href).href : model,
-          cache,
-          onProgress: (p) => onProgress(p),
-        })
-  ).then((e) => (time("engine"), e));
-  // Both must succeed; if either fails, report that failure rather than hang on the other.
-  const [pyodide, eng] = await Promise.all([python, engine]);
-  // Values cross to Python as they are: aerix.page converts them, once, on its side.
-  const page = pyodide.pyimport("aerix.page");
-  const jsModel = server ? page.server_model({ ...server, baseUrl: eng.baseUrl }) : pyodide.pyimport("aerix.engines.js").JsModel(eng);
-  pyodide.registerJsModule("aerix_page", { engine: eng, openStore, ...(server ? { server: jsModel } : {}) });
-  time("ready");
-  return {
-    pyodide,
-    engine: eng,
-    timings,
-    /** Build an agent; the options are those of `aerix.Agent`, in camelCase where they differ. */
-    agent: (options = {}) => wrapAgent(page.create_agent(jsModel, options), !!(options.durable || options.store)),
-  };
-}
-
-/**
- * An OpenAI-compatible server in place of the engine: reachable from this page (CORS
- * included) and what it serves, from `GET {baseUrl}/models`. The key is not kept here.
- */
-async function openServer({ baseUrl, model, apiKey }) {
-  if (typeof model !== "string" || !model) {
-    throw new Error("boot({ engine: { baseUrl, model } }) needs the name of a model the server serves");
-  }
-  const url = new URL(baseUrl, location.href).href.replace(/\/+$/, "");
-  let response;
-  try {
-    response = await fetch(`${url}/models`, { headers: apiKey ? { Authorization: `Bearer ${apiKey}` } : {} });
-  } catch (error) {
-    throw new Error(`could not reach the server at ${url} (${error.message}): is it running, and does it allow this page's origin (CORS)?`);
-  }
-  if (!response.ok) throw new Error(`the server at ${url} answered ${response.status} ${response.statusText} to GET /models`);
-  const listed = await response.json().catch(() => ({}));
-  return { kind: "openai", baseUrl: url, model, models: (listed.data ?? []).map((m) => m.id) };
-}
-
-async function loadPython(root, time) {
-  const { loadPyodide } = await import(new URL("pyodide/pyodide.mjs", root).href);
-  const pyodide = await loadPyodide({
-    indexURL: new URL("pyodide/", root).href,
-    lockFileURL: new URL("pyodide-lock.json", root).href,
-    packageBaseUrl: root.href,
-  });
-  time("python");
-  const loaded = await pyodide.loadPackage(["aerix"], { messageCallback: () => {}, errorCallback: (m) => console.warn(m) });
-  // loadPackage does not throw when a wheel fails (a bad sha256 is only logged): check it.
-  if (!loaded.some((p) => p.name === "aerix")) {
-    throw new Error(`could not load the aerix wheel from ${root.href} (loaded: ${loaded.map((p) => p.name).join(", ") || "nothing"})`);
-  }
-  time("packages");
-  // pydantic's first import costs about a second; pay it now, while the engine loads.
-  await pyodide.runPythonAsync("import aerix, aerix.page, aerix.engines.js, pydantic, jinja2");
-  time("imports");
-  return pyodide;
-}
-
-// Durable agents of this page, told when it goes away so their running run is marked
-// interrupted (best effort: the next boot's recover() catches what this misses).
-const durableAgents = new Set();
-globalThis.addEventListener?.("pagehide", () => {
-  for (const py of durableAgents) py.interrupt();
-});
-
-/**
- * An aerix error from Python as JavaScript sees it: an Error named "AerixError" with `kind`
- * ("options", "busy", "store", ...), `reason` where it has one, and the message alone. Pyodide
- * hands over a PythonError whose message is the whole traceback; its last line is marked
- * `[aerix:<kind>[:<reason>]] <message>` (py/aerix/_js.py). Other errors pass unchanged.
- */
-function aerixError(e) {
-  const lines = String(e?.message ?? "").split("\n").reverse();
-  for (const line of lines) {
-    const found = /\[aerix:([a-z]+)(?::([A-Za-z0-9_]+))?\] (.*)/.exec(line);
-    if (found) return Object.assign(new Error(found[3]), { name: "AerixError", kind: found[1], reason: found[2] ?? null });
-  }
-  return e;
-}
-
-/** `fn`, with an aerix error it throws (or its promise rejects with) made readable. */
-function readable(fn) {
-  return (...args) => {
-    try {
-      const value = fn(...args);
-      return typeof value?.then === "function" ? value.then(undefined, (e) => Promise.reject(aerixError(e))) : value;
-    } catch (e) {
-      throw aerixError(e);
-    }
-  };
-}
-
-/** A Python async iterator of events as a JS one; leaving the loop early closes the Python side. */
-async function* events(stream) {
-  let done = false;
-  try {
-    for await (const ev of stream) yield ev;
-    done = true;
-  } catch (e) {
-    throw aerixError(e);
-  } finally {
-    if (!done) await stream.return?.();
-    stream.destroy?.();
-  }
-}
-
-function ending(events) {
-  const last = events[events.length - 1];
-  if (last.type === "final") return { text: last.text, thought: last.thought ?? null, output: last.output ?? null, events };
-  const why = {
-    waiting: () => `the run waits for approval ${last.approvalId}: ${last.title}`,
-    interrupted: () => `the run was interrupted: ${last.message}`,
-  }[last.type]?.() ?? `the run ended without an answer (${last.reason}): ${last.message}`;
-  const error = new Error(why);
-  error.name = "AerixEndError";
-  const reason = last.type === "waiting" || last.type === "interrupted" ? last.type : last.reason;
-  throw Object.assign(error, { reason, events });
-}
-
-function wrapAgent(agent, durable) {
-  if (durable) durableAgents.add(agent);
-  // every call into Python gives an aerix error as an Error named "AerixError" with its `kind`
-  const py = new Proxy(agent, { get: (target, name) => (typeof target[name] === "function" ? readable((...args) => target[name](...args)) : target[name]) });
-  return {
-    /**
-     * An async iterator of events; stop it with `{ signal }` (an AbortSignal) or by breaking out.
-     * `{ invoker: {id, kind, name, permissions} }` says who starts it (tools see `ctx.invoker`).
-     * `{ attachments: [File | Blob | {data, mediaType, filename}] }`: files kept as the run's first
-     * artifacts (an `artifact` event each) and listed to the model after the prompt.
-     * A durable agent also takes `{ runId, idempotencyKey }`.
-     */
-    run: (prompt, { signal, runId, idempotencyKey, invoker, attachments, source } = {}) =>
-      events(py.run(prompt, signal ?? null, runId ?? null, idempotencyKey ?? null, invoker ?? null, attachments ?? null, source ?? null)),
-    /** Run to the ending: `{ text, thought, events }` on a final; otherwise throws with `reason` and `events`. */
-    async ask(prompt, options = {}) {
-      const all = [];
-      for await (const ev of this.run(prompt, options)) all.push(ev);
-      return ending(all);
-    },
-    // -- durable runs (agents made with `durable: true` or a `store`) --
-    /** Create a run (or find the one with this idempotency key); `resume` runs it. */
-    start: (prompt, { runId, idempotencyKey, invoker } = {}) => py.start(prompt, runId ?? null, idempotencyKey ?? null, invoker ?? null),
-    /** Continue a run from its last checkpoint; a run already ended gives its ending. */
-    resume: (runId, { signal } = {}) => events(py.resume(runId, signal ?? null)),
-    /** Answer a waiting run's approval (`approver`: who answers) and continue it. */
-    approve: (runId, approvalId, approved, { reason, signal, approver } = {}) =>
-      events(py.approve(runId, approvalId, approved, reason ?? null, signal ?? null, approver ?? null)),
-    /**
-     * An artifact of any of this agent's runs: `{ meta: {id, runId, mediaType, filename, size, sha256},
-     * blob }`, the Blob of its bytes (`URL.createObjectURL(blob)` makes a download link). A missing
-     * id rejects with an Error named "AerixError", `reason` "artifact_not_found".
-     */
-    async artifact(id) {
-      const found = await py.artifact(id);
-      if (found == null) {
-        throw Object.assign(new Error(`artifact_not_found: no artifact ${JSON.stringify(id)}`), { name: "AerixError", kind: "options", reason: "artifact_not_found" });
-      }
-      return { meta: found.meta, blob: new Blob([found.data], { type: found.meta.mediaType }) };
-    },
-    /** The artifacts of one run, in put order (its attachments first). */
-    artifacts: (runId) => py.artifacts(runId),
-    /** Take no new run; the running one stops at its next checkpoint; resolves when none runs. */
-    drain: () => py.drain(),
-    /** Every run in the store, oldest first: `{id, prompt, status, approval, ending, ...}`. */
-    runs: () => py.runs(),
-    /** After a reload: runs left running are marked interrupted; returns those that can be resumed. */
-    recover: () => py.recover(),
-    reset: () => py.reset(),
-    get messages() {
-      return py.messages();
-    },
-    get system() {
-      return py.system();
-    },
-    get schema() {
-      return py.schema();
-    },
-    /** The Python agent (a PyProxy), for code that wants to reach into Python. */
-    python: agent,
-  };
+  return worker ? bootWorker(root, options) : bootHere({ ...options, base: root });
 }

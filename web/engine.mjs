@@ -66,7 +66,8 @@ const WASM_MAGIC = [0x00, 0x61, 0x73, 0x6d]; // "\0asm"
  * @param {(p: {phase: "model", loaded: number, total: number|undefined, cached: boolean}) => void} [options.onProgress]
  *   `cached`: the bytes come from this browser's cache, not the network.
  * @param {number} [options.seed] fixed sampling seed; it overrides every per-request seed.
- * @param {boolean} [options.recorder] keep every request sent to the engine in `engine.requests`.
+ * @param {boolean|{push: Function}} [options.recorder] keep every request sent to the engine in
+ *   `engine.requests`, or hand each to `recorder.push` (the worker runtime sends them to the page).
  * @param {"auto"|"text"|"chat"} [options.prompt="auto"] who renders the chat template (see PROMPT MODES
  *   below): "text" renders it here and sends the prompt as text, "chat" lets llama.cpp render it;
  *   "auto" takes "text" when the model's template is one this module renders identically.
@@ -169,10 +170,12 @@ export async function loadEngine({
     loadMs,
   };
   promptMode.then((mode) => (info.prompt = mode), () => {});
-  const requests = recorder ? [] : undefined;
+  const requests = typeof recorder?.push === "function" ? recorder : recorder ? [] : undefined;
   return {
     wllama,
     info,
+    /** `info` once the prompt mode is known */
+    settled: promptMode.then(() => info, () => info),
     requests,
     chat: (messages, options) => chat(wllama, requests, messages, options, promptMode),
     close: () => wllama.exit(),
@@ -184,6 +187,7 @@ export async function loadEngine({
  * @property {object} wllama the Wllama instance, for what this module does not cover
  * @property {{prompt: "text"|"chat"|"pending", n_ctx: number, n_vocab: number, n_threads: number, isolated: boolean, cached: boolean, fetchMs: number, loadMs: number}} info
  *   `cached`: the model's bytes came from this browser's cache
+ * @property {Promise<object>} settled `info` once its prompt mode is known
  * @property {object[]|undefined} requests with `recorder`: every request sent, without its abort signal
  * @property {(messages: {role: string, content: string}[], options?: ChatOptions) => AsyncGenerator<Delta>} chat
  * @property {() => Promise<void>} close unloads the model and stops its worker

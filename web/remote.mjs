@@ -1,0 +1,124 @@
+/**
+ * The page's side of the worker runtime (`boot({ worker: true })`): the same objects in-page mode
+ * gives (runtime.mjs), each method a message to the worker (worker.mjs) through rpc.mjs.
+ *
+ * Differences a page may notice, all forced by the thread boundary:
+ * - `agent()` returns at once and the worker builds the agent meanwhile: a bad option rejects
+ *   `agent.ready` and every call, not `agent()` itself; `system` and `schema` are there once
+ *   `ready` has resolved (any run awaits it).
+ * - `messages` is the worker's copy as of the last call or run that ended.
+ * - `pyodide` and `agent.python` are null (Python lives in the worker); `runPython(code)` runs
+ *   code there and gives its value as plain JavaScript. `engine.chat` streams from the worker's
+ *   engine; `engine.wllama` is not here.
+ *
+ * @module remote
+ */
+
+import { connect } from "./rpc.mjs";
+import { ending } from "./runtime.mjs";
+
+/** Start the worker and boot it; resolves like runtime.mjs's `bootHere`. */
+export async function bootWorker(root, { model, onProgress = () => {}, engine: engineOptions = {}, ...options }) {
+  const started = performance.now();
+  const timings = {};
+  const worker = new Worker(new URL("worker.mjs", root), { type: "module", name: "aerix" });
+  const peer = connect(worker);
+  const died = new Promise((_, reject) => {
+    worker.addEventListener("error", (e) => {
+      const error = new Error(`the aerix worker failed: ${e.message || "it could not start (see the console)"}`);
+      peer.close(error);
+      reject(error);
+    });
+  });
+  died.catch(() => {});
+  const requests = engineOptions.recorder ? [] : undefined;
+  const info = {};
+  const booted = await Promise.race([
+    died,
+    peer.keep("boot", {
+      ...options,
+      model: typeof model === "string" ? new URL(model, location.href).href : model,
+      base: root.href,
+      engine: { ...engineOptions, ...(requests ? { recorder: { push: (request) => void requests.push(request) } } : {}) },
+      // the worker's phases, timed here, from this call
+      onProgress: (p) => {
+        if (p.ms !== undefined) p = { ...p, ms: (timings[p.phase] = Math.round(performance.now() - started)) };
+        onProgress(p);
+      },
+      onInfo: (settled) => Object.assign(info, settled),
+    }),
+  ]);
+  Object.assign(info, booted.info ?? {});
+  timings.ready = Math.round(performance.now() - started);
+  globalThis.addEventListener?.("pagehide", () => peer.call("interrupt").catch(() => {}));
+  return {
+    pyodide: null,
+    worker: true,
+    timings,
+    engine: {
+      info,
+      requests,
+      ...(booted.baseUrl ? { kind: "openai", baseUrl: booted.baseUrl } : {}),
+      chat: (messages, options) => peer.stream("engineChat", messages, options),
+    },
+    agent: (options = {}) => remoteAgent(peer, options),
+    runPython: (code) => peer.call("runPython", String(code)),
+    /** Stop the worker (and the engine with it); this object is of no use afterwards. */
+    terminate() {
+      peer.close(new Error("the aerix worker was terminated"));
+      worker.terminate();
+    },
+  };
+}
+
+function remoteAgent(peer, options) {
+  const state = { id: null, system: undefined, schema: undefined, messages: [] };
+  const ready = peer.keep("agent", options).then((made) => void Object.assign(state, made));
+  ready.catch(() => {}); // the rejection is the first call's (or `ready`'s) to report
+  const call = async (method, ...args) => {
+    await ready;
+    const { value, messages } = await peer.call("agentCall", state.id, method, args);
+    state.messages = messages;
+    return value;
+  };
+  async function* stream(method, ...args) {
+    await ready;
+    const events = peer.stream("agentStream", state.id, method, args);
+    let step;
+    try {
+      while (!(step = await events.next()).done) yield step.value;
+      state.messages = step.value.messages;
+    } finally {
+      if (!step?.done) await events.return();
+    }
+  }
+  return {
+    ready,
+    run: (prompt, { signal, runId, idempotencyKey, invoker, attachments, source } = {}) =>
+      stream("run", prompt, { signal, runId, idempotencyKey, invoker, attachments, source }),
+    async ask(prompt, opts = {}) {
+      const all = [];
+      for await (const ev of this.run(prompt, opts)) all.push(ev);
+      return ending(all);
+    },
+    start: (prompt, opts = {}) => call("start", prompt, opts),
+    resume: (runId, { signal } = {}) => stream("resume", runId, { signal }),
+    approve: (runId, approvalId, approved, { reason, signal, approver } = {}) => stream("approve", runId, approvalId, approved, { reason, signal, approver }),
+    artifact: (id) => call("artifact", id),
+    artifacts: (runId) => call("artifacts", runId),
+    drain: () => call("drain"),
+    runs: () => call("runs"),
+    recover: () => call("recover"),
+    reset: () => call("reset"),
+    get messages() {
+      return state.messages;
+    },
+    get system() {
+      return state.system;
+    },
+    get schema() {
+      return state.schema;
+    },
+    python: null,
+  };
+}

@@ -1,0 +1,264 @@
+/**
+ * The aerix runtime in this realm, the page or the worker (worker.mjs): Python (Pyodide + the
+ * aerix wheel) and the engine booted in parallel, from the site's origin, and the agents built on
+ * them as JavaScript sees them. aerix.mjs documents the API; this module is what runs it.
+ *
+ * @module runtime
+ */
+
+import { loadEngine } from "./engine.mjs";
+import { openStore } from "./store.mjs";
+
+const HERE = new URL("./", import.meta.url);
+
+/**
+ * Boot Python and the engine in parallel, here (the options of aerix.mjs's `boot`, without
+ * `worker`; URLs already resolved against the page when the worker runs this).
+ */
+export async function bootHere({ model, cache = true, base = HERE, engine: engineOptions = {}, onProgress = () => {} } = {}) {
+  const server = engineOptions?.baseUrl ? engineOptions : null;
+  if (!server && (model === undefined || model === null)) throw new Error("boot({ model }) needs a model: a GGUF URL or a Blob");
+  const root = new URL(base, location.href);
+  const started = performance.now();
+  const timings = {};
+  const time = (phase) => {
+    const ms = Math.round(performance.now() - started);
+    timings[phase] = ms;
+    onProgress({ phase, ms });
+  };
+  const python = loadPython(root, time);
+  const engine = (
+    server
+      ? openServer(server)
+      : loadEngine({
+          wllamaBase: new URL("wllama/", root).href,
+          manifest: new URL("models/models.json", root).href,
+          ...engineOptions,
+          model: typeof model === "string" ? new URL(model, location.href).href : model,
+          cache,
+          onProgress: (p) => onProgress(p),
+        })
+  ).then((e) => (time("engine"), e));
+  // Both must succeed; if either fails, report that failure rather than hang on the other.
+  const [pyodide, eng] = await Promise.all([python, engine]);
+  // Values cross to Python as they are: aerix.page converts them, once, on its side.
+  const page = pyodide.pyimport("aerix.page");
+  const jsModel = server ? page.server_model({ ...server, baseUrl: eng.baseUrl }) : pyodide.pyimport("aerix.engines.js").JsModel(eng);
+  pyodide.registerJsModule("aerix_page", { engine: eng, openStore, ...(server ? { server: jsModel } : {}) });
+  time("ready");
+  return {
+    pyodide,
+    engine: eng,
+    timings,
+    worker: false,
+    /** Build an agent; the options are those of `aerix.Agent`, in camelCase where they differ. */
+    agent: (options = {}) => wrapAgent(page.create_agent(jsModel, withModuleTools(options)), !!(options.durable || options.store)),
+    /** Run Python code in this runtime; its value as plain JavaScript (dicts as objects). */
+    runPython: async (code) => plain(await pyodide.runPythonAsync(String(code))),
+  };
+}
+
+/** A Python value as plain JavaScript, the proxy released. */
+function plain(value) {
+  if (typeof value?.toJs !== "function") return value;
+  try {
+    return value.toJs({ dict_converter: Object.fromEntries, create_pyproxies: false });
+  } finally {
+    value.destroy?.();
+  }
+}
+
+/**
+ * Tools given as `{module, export}` instead of `run`: the module is imported where the runtime
+ * runs (in the worker, in worker mode), on the tool's first call, and its export (the tool's
+ * name by default) is the tool's `run`.
+ */
+function withModuleTools(options) {
+  if (!Array.isArray(options?.tools) || !options.tools.some((t) => t?.module !== undefined)) return options;
+  const tools = options.tools.map((spec) => {
+    if (spec?.module === undefined) return spec;
+    if (spec.run !== undefined) throw Object.assign(new Error(`tool ${JSON.stringify(spec.name)}: give run or module, not both`), { name: "AerixError", kind: "options", reason: null });
+    const url = new URL(String(spec.module), location.href).href;
+    const name = spec.export ?? spec.name;
+    let found = null;
+    const run = async (input, ctx) => {
+      found ??= import(url).then((m) => {
+        if (typeof m[name] !== "function") throw new Error(`tool ${JSON.stringify(spec.name)}: ${url} exports no function ${JSON.stringify(name)}`);
+        return m[name];
+      });
+      return (await found)(input, ctx);
+    };
+    const { module: _module, export: _export, ...rest } = spec;
+    return { ...rest, run };
+  });
+  return { ...options, tools };
+}
+
+/**
+ * An OpenAI-compatible server in place of the engine: reachable from this page (CORS
+ * included) and what it serves, from `GET {baseUrl}/models`. The key is not kept here.
+ */
+async function openServer({ baseUrl, model, apiKey }) {
+  if (typeof model !== "string" || !model) {
+    throw new Error("boot({ engine: { baseUrl, model } }) needs the name of a model the server serves");
+  }
+  const url = new URL(baseUrl, location.href).href.replace(/\/+$/, "");
+  let response;
+  try {
+    response = await fetch(`${url}/models`, { headers: apiKey ? { Authorization: `Bearer ${apiKey}` } : {} });
+  } catch (error) {
+    throw new Error(`could not reach the server at ${url} (${error.message}): is it running, and does it allow this page's origin (CORS)?`);
+  }
+  if (!response.ok) throw new Error(`the server at ${url} answered ${response.status} ${response.statusText} to GET /models`);
+  const listed = await response.json().catch(() => ({}));
+  return { kind: "openai", baseUrl: url, model, models: (listed.data ?? []).map((m) => m.id) };
+}
+
+async function loadPython(root, time) {
+  const { loadPyodide } = await import(new URL("pyodide/pyodide.mjs", root).href);
+  const pyodide = await loadPyodide({
+    indexURL: new URL("pyodide/", root).href,
+    lockFileURL: new URL("pyodide-lock.json", root).href,
+    packageBaseUrl: root.href,
+  });
+  time("python");
+  const loaded = await pyodide.loadPackage(["aerix"], { messageCallback: () => {}, errorCallback: (m) => console.warn(m) });
+  // loadPackage does not throw when a wheel fails (a bad sha256 is only logged): check it.
+  if (!loaded.some((p) => p.name === "aerix")) {
+    throw new Error(`could not load the aerix wheel from ${root.href} (loaded: ${loaded.map((p) => p.name).join(", ") || "nothing"})`);
+  }
+  time("packages");
+  // pydantic's first import costs about a second; pay it now, while the engine loads.
+  await pyodide.runPythonAsync("import aerix, aerix.page, aerix.engines.js, pydantic, jinja2");
+  time("imports");
+  return pyodide;
+}
+
+// Durable agents of this page, told when it goes away so their running run is marked
+// interrupted (best effort: the next boot's recover() catches what this misses).
+const durableAgents = new Set();
+/** Mark the running runs of this realm's durable agents interrupted: the page is going away. */
+export function interruptDurable() {
+  for (const py of durableAgents) py.interrupt();
+}
+globalThis.addEventListener?.("pagehide", interruptDurable);
+
+/**
+ * An aerix error from Python as JavaScript sees it: an Error named "AerixError" with `kind`
+ * ("options", "busy", "store", ...), `reason` where it has one, and the message alone. Pyodide
+ * hands over a PythonError whose message is the whole traceback; its last line is marked
+ * `[aerix:<kind>[:<reason>]] <message>` (py/aerix/_js.py). Other errors pass unchanged.
+ */
+function aerixError(e) {
+  const lines = String(e?.message ?? "").split("\n").reverse();
+  for (const line of lines) {
+    const found = /\[aerix:([a-z]+)(?::([A-Za-z0-9_]+))?\] (.*)/.exec(line);
+    if (found) return Object.assign(new Error(found[3]), { name: "AerixError", kind: found[1], reason: found[2] ?? null });
+  }
+  return e;
+}
+
+/** `fn`, with an aerix error it throws (or its promise rejects with) made readable. */
+function readable(fn) {
+  return (...args) => {
+    try {
+      const value = fn(...args);
+      return typeof value?.then === "function" ? value.then(undefined, (e) => Promise.reject(aerixError(e))) : value;
+    } catch (e) {
+      throw aerixError(e);
+    }
+  };
+}
+
+/** A Python async iterator of events as a JS one; leaving the loop early closes the Python side. */
+async function* events(stream) {
+  let done = false;
+  try {
+    for await (const ev of stream) yield ev;
+    done = true;
+  } catch (e) {
+    throw aerixError(e);
+  } finally {
+    if (!done) await stream.return?.();
+    stream.destroy?.();
+  }
+}
+
+/** What `ask` gives for a run's events: the answer, or an AerixEndError naming the ending. */
+export function ending(events) {
+  const last = events[events.length - 1];
+  if (last.type === "final") return { text: last.text, thought: last.thought ?? null, output: last.output ?? null, events };
+  const why = {
+    waiting: () => `the run waits for approval ${last.approvalId}: ${last.title}`,
+    interrupted: () => `the run was interrupted: ${last.message}`,
+  }[last.type]?.() ?? `the run ended without an answer (${last.reason}): ${last.message}`;
+  const error = new Error(why);
+  error.name = "AerixEndError";
+  const reason = last.type === "waiting" || last.type === "interrupted" ? last.type : last.reason;
+  throw Object.assign(error, { reason, events });
+}
+
+function wrapAgent(agent, durable) {
+  if (durable) durableAgents.add(agent);
+  // every call into Python gives an aerix error as an Error named "AerixError" with its `kind`
+  const py = new Proxy(agent, { get: (target, name) => (typeof target[name] === "function" ? readable((...args) => target[name](...args)) : target[name]) });
+  return {
+    /** Resolves when the agent is built (at once here; in worker mode when the worker has built it). */
+    ready: Promise.resolve(),
+    /**
+     * An async iterator of events; stop it with `{ signal }` (an AbortSignal) or by breaking out.
+     * `{ invoker: {id, kind, name, permissions} }` says who starts it (tools see `ctx.invoker`).
+     * `{ attachments: [File | Blob | {data, mediaType, filename}] }`: files kept as the run's first
+     * artifacts (an `artifact` event each) and listed to the model after the prompt.
+     * A durable agent also takes `{ runId, idempotencyKey }`.
+     */
+    run: (prompt, { signal, runId, idempotencyKey, invoker, attachments, source } = {}) =>
+      events(py.run(prompt, signal ?? null, runId ?? null, idempotencyKey ?? null, invoker ?? null, attachments ?? null, source ?? null)),
+    /** Run to the ending: `{ text, thought, events }` on a final; otherwise throws with `reason` and `events`. */
+    async ask(prompt, options = {}) {
+      const all = [];
+      for await (const ev of this.run(prompt, options)) all.push(ev);
+      return ending(all);
+    },
+    // -- durable runs (agents made with `durable: true` or a `store`) --
+    /** Create a run (or find the one with this idempotency key); `resume` runs it. */
+    start: (prompt, { runId, idempotencyKey, invoker } = {}) => py.start(prompt, runId ?? null, idempotencyKey ?? null, invoker ?? null),
+    /** Continue a run from its last checkpoint; a run already ended gives its ending. */
+    resume: (runId, { signal } = {}) => events(py.resume(runId, signal ?? null)),
+    /** Answer a waiting run's approval (`approver`: who answers) and continue it. */
+    approve: (runId, approvalId, approved, { reason, signal, approver } = {}) =>
+      events(py.approve(runId, approvalId, approved, reason ?? null, signal ?? null, approver ?? null)),
+    /**
+     * An artifact of any of this agent's runs: `{ meta: {id, runId, mediaType, filename, size, sha256},
+     * blob }`, the Blob of its bytes (`URL.createObjectURL(blob)` makes a download link). A missing
+     * id rejects with an Error named "AerixError", `reason` "artifact_not_found".
+     */
+    async artifact(id) {
+      const found = await py.artifact(id);
+      if (found == null) {
+        throw Object.assign(new Error(`artifact_not_found: no artifact ${JSON.stringify(id)}`), { name: "AerixError", kind: "options", reason: "artifact_not_found" });
+      }
+      return { meta: found.meta, blob: new Blob([found.data], { type: found.meta.mediaType }) };
+    },
+    /** The artifacts of one run, in put order (its attachments first). */
+    artifacts: (runId) => py.artifacts(runId),
+    /** Take no new run; the running one stops at its next checkpoint; resolves when none runs. */
+    drain: () => py.drain(),
+    /** Every run in the store, oldest first: `{id, prompt, status, approval, ending, ...}`. */
+    runs: () => py.runs(),
+    /** After a reload: runs left running are marked interrupted; returns those that can be resumed. */
+    recover: () => py.recover(),
+    reset: () => py.reset(),
+    get messages() {
+      return py.messages();
+    },
+    get system() {
+      return py.system();
+    },
+    get schema() {
+      return py.schema();
+    },
+    /** The Python agent (a PyProxy), for code that wants to reach into Python. */
+    python: agent,
+  };
+}

@@ -1,0 +1,83 @@
+/**
+ * The worker runtime: Python, the aerix wheel and the engine's client in a module Web Worker,
+ * so the page's main thread only draws. aerix.mjs starts it for `boot({ worker: true })` and
+ * speaks to it through rpc.mjs; what the page gets looks the same as in-page mode (remote.mjs).
+ *
+ * Handlers, called by the page: `boot`, `agent`, `agentCall`, `agentStream`, `engineChat`,
+ * `runPython`, `interrupt`. A JS tool, hook or channel written in the page arrives as a function
+ * reference, so calling it runs it in the page (where the DOM is); a tool given as `{module}`
+ * runs here.
+ *
+ * @module worker
+ */
+
+import { connect } from "./rpc.mjs";
+import { bootHere, interruptDurable } from "./runtime.mjs";
+
+let ai = null;
+const agents = new Map(); // id -> the agent as runtime.mjs wraps it
+let nextAgent = 1;
+
+// methods of the agent facade the page may call, and which of them stream events
+const CALLS = new Set(["start", "artifact", "artifacts", "drain", "runs", "recover", "reset", "interrupt"]);
+const STREAMS = new Set(["run", "resume", "approve"]);
+
+function agentOf(id) {
+  const agent = agents.get(id);
+  if (!agent) throw new Error(`no agent ${id} in the worker`);
+  return agent;
+}
+
+function built() {
+  if (!ai) throw new Error("the aerix worker is not booted yet");
+  return ai;
+}
+
+const handlers = {
+  async boot(options) {
+    if (ai) throw new Error("the aerix worker is booted already");
+    const recorder = options.engine?.recorder;
+    ai = await bootHere(options);
+    const info = ai.engine.info;
+    // the engine picks its prompt mode in the background: tell the page when it has
+    ai.engine.settled?.then((settled) => options.onInfo?.({ ...settled }));
+    return { timings: ai.timings, info: info ? { ...info } : null, recorder: !!recorder, baseUrl: ai.engine.baseUrl ?? null };
+  },
+
+  agent(options) {
+    const agent = built().agent(options);
+    const id = nextAgent++;
+    agents.set(id, agent);
+    return { id, system: agent.system, schema: agent.schema, messages: agent.messages };
+  },
+
+  /** One of CALLS; the agent's messages come back with the value, so the page's copy stays current. */
+  async agentCall(id, method, args) {
+    if (!CALLS.has(method)) throw new Error(`agent has no method ${JSON.stringify(method)}`);
+    const agent = agentOf(id);
+    const value = await agent[method](...args);
+    return { value, messages: agent.messages };
+  },
+
+  /** One of STREAMS: its events, then the agent's messages as the stream's return value. */
+  async *agentStream(id, method, args) {
+    if (!STREAMS.has(method)) throw new Error(`agent has no method ${JSON.stringify(method)}`);
+    const agent = agentOf(id);
+    yield* agent[method](...args);
+    return { messages: agent.messages };
+  },
+
+  engineChat(messages, options) {
+    return built().engine.chat(messages, options);
+  },
+
+  runPython(code) {
+    return built().runPython(code);
+  },
+
+  interrupt() {
+    interruptDurable();
+  },
+};
+
+connect(self, handlers);

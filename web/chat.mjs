@@ -288,7 +288,7 @@ export function chat(agent, { onEvent } = {}) {
     async reset() {
       controller?.abort();
       await running;
-      agent.reset();
+      await agent.reset(); // a promise in worker mode
       prompts.clear();
       dispatch({ type: "chat.reset" });
     },

@@ -14,6 +14,8 @@ const MODEL = params.get("model") || "./models/aerix-tools.gguf";
 // not be able to send them anywhere else. The page's CSP (build/serve.py) allows the same origins.
 const LOOPBACK = ["127.0.0.1", "localhost"]; // not [::1]: a CSP cannot name an IPv6 address
 const SERVER = serverFrom(params.get("baseUrl"));
+// ?worker=1 runs Python and the engine in a Web Worker (aerix.mjs), ?worker=0 in this page
+const WORKER = params.has("worker") ? params.get("worker") === "1" : undefined;
 
 /** The server `?baseUrl=` names, if it is on this machine; said on the page either way. */
 function serverFrom(baseUrl) {
@@ -68,6 +70,7 @@ let aerix;
 try {
   aerix = await boot({
     ...(SERVER ? { engine: SERVER } : { model: MODEL }),
+    ...(WORKER === undefined ? {} : { worker: WORKER }),
     onProgress: (p) => {
       if (p.phase === "model" && p.total) $("progress").value = p.loaded / p.total;
       $("status").textContent = p.phase === "model" ? `Downloading the model… ${Math.round(p.loaded / 1024)} KiB` : `Loaded: ${p.phase}`;
@@ -76,7 +79,7 @@ try {
   const t = aerix.timings;
   $("progress").value = 1;
   $("status").textContent = "Ready.";
-  $("timings").textContent = `ready in ${t.ready} ms (python ${t.python} · packages ${t.packages} · imports ${t.imports} · engine ${t.engine}, in parallel)`;
+  $("timings").textContent = `ready in ${t.ready} ms (python ${t.python} · packages ${t.packages} · imports ${t.imports} · engine ${t.engine}, in parallel${aerix.worker ? ", in a worker" : ", in this page"})`;
   const info = aerix.engine.info;
   if (SERVER) $("model").textContent = `Model ${SERVER.model} on the server ${aerix.engine.baseUrl} · runs kept in IndexedDB`;
   else $("model").textContent = `Model ${MODEL} · vocab ${info.n_vocab} · ctx ${info.n_ctx} · threads ${info.n_threads} · ${crossOriginIsolated ? "cross-origin isolated" : "not isolated"} · runs kept in IndexedDB`;

@@ -31,7 +31,8 @@ export async function bootWorker(root, { model, onProgress = () => {}, engine: e
     });
   });
   died.catch(() => {});
-  const requests = engineOptions.recorder ? [] : undefined;
+  // `recorder: true` keeps the worker engine's requests here, in `engine.requests`
+  const requests = engineOptions.recorder === true ? [] : undefined;
   const info = {};
   const booted = await Promise.race([
     died,
@@ -55,12 +56,7 @@ export async function bootWorker(root, { model, onProgress = () => {}, engine: e
     pyodide: null,
     worker: true,
     timings,
-    engine: {
-      info,
-      requests,
-      ...(booted.baseUrl ? { kind: "openai", baseUrl: booted.baseUrl } : {}),
-      chat: (messages, options) => peer.stream("engineChat", messages, options),
-    },
+    engine: booted.server ?? { info, requests, chat: (messages, options) => peer.stream("engineChat", messages, options) },
     agent: (options = {}) => remoteAgent(peer, options),
     runPython: (code) => peer.call("runPython", String(code)),
     /** Stop the worker (and the engine with it); this object is of no use afterwards. */

@@ -36,12 +36,12 @@ function built() {
 const handlers = {
   async boot(options) {
     if (ai) throw new Error("the aerix worker is booted already");
-    const recorder = options.engine?.recorder;
     ai = await bootHere(options);
     const info = ai.engine.info;
     // the engine picks its prompt mode in the background: tell the page when it has
     ai.engine.settled?.then((settled) => options.onInfo?.({ ...settled }));
-    return { timings: ai.timings, info: info ? { ...info } : null, recorder: !!recorder, baseUrl: ai.engine.baseUrl ?? null };
+    // on an OpenAI-compatible server the engine is what openServer found: plain data
+    return { timings: ai.timings, info: info ? { ...info } : null, server: ai.engine.kind === "openai" ? { ...ai.engine } : null };
   },
 
   agent(options) {

@@ -1,6 +1,8 @@
 """The real site, the real engine, a real browser: Debian's Chromium driven by Playwright.
 
-Every page records its requests; a test fails if any goes to another origin or fails.
+Every page records its requests; a test fails if any goes to another origin or fails. Every page
+test runs in both modes of the runtime (the `mode` fixture): "page" (Python and the engine in
+the page) and "worker" (in a Web Worker, `boot({worker: true})`).
 """
 
 from __future__ import annotations
@@ -115,6 +117,26 @@ def sent_schema(request):
     return fmt["json_schema"]["schema"]
 
 
+MODES = ("page", "worker")
+
+
+@pytest.fixture(scope="module", params=MODES)
+def mode(request):
+    """The runtime's mode for this module's page tests: "page" or "worker"."""
+    return request.param
+
+
+@pytest.fixture
+def worker(mode):
+    """`boot({worker})` for the mode under test."""
+    return mode == "worker"
+
+
+def demo(mode, query=""):
+    """The demo page's path in a mode (`?worker=0|1`), with more of the query."""
+    return f"/index.html?worker={int(mode == 'worker')}" + (f"&{query}" if query else "")
+
+
 BOOT = """async (opts) => {
   const { boot } = await import("/aerix.mjs");
   window.ai = await boot({ model: "/models/tiny.gguf", engine: { recorder: true, seed: 7 }, ...opts });
@@ -123,10 +145,10 @@ BOOT = """async (opts) => {
 
 
 @pytest.fixture(scope="module")
-def booted(browser, site):
-    """One page, booted once per test module (Pyodide + the tiny model), shared by its tests."""
+def booted(browser, site, mode):
+    """One page, booted once per test module and mode (Pyodide + the tiny model), shared by its tests."""
     context, page, traffic = open_page(browser, site)
-    page.evaluate(BOOT, {})
+    page.evaluate(BOOT, {"worker": mode == "worker"})
     yield page
     context.close()
     assert traffic.foreign == [], f"requests left the origin: {traffic.foreign}"

@@ -12,15 +12,16 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from conftest import demo
 
 BYTES = [0, 255, 1, 128, 10, 13, 200, 0, 37]  # not UTF-8: bytes must cross exactly
 
 # One life of the page: boot, build the same durable agent (an IndexedDB store of its own), then
 # either run until the tool has put its file, or (after the reload) read it back through the JS API.
-LIFE = """async ({ phase, attempts, id, bytes }) => {
+LIFE = """async ({ phase, attempts, id, bytes, worker }) => {
   const { boot } = await import("/aerix.mjs");
   const { openStore } = await import("/store.mjs");
-  const ai = await boot({ model: "/models/tiny.gguf" });
+  const ai = await boot({ model: "/models/tiny.gguf", worker });
   window.ai = ai;
   const tools = [{
     name: "export", description: "Export the table as a file.", input: {},
@@ -57,10 +58,10 @@ LIFE = """async ({ phase, attempts, id, bytes }) => {
 }"""
 
 
-def test_an_artifact_a_js_tool_puts_survives_a_reload_and_downloads(fresh_page):
+def test_an_artifact_a_js_tool_puts_survives_a_reload_and_downloads(fresh_page, worker):
     page, _ = fresh_page()
     page.evaluate("() => new Promise((ok) => { const r = indexedDB.deleteDatabase('aerix-artifacts'); r.onsuccess = r.onerror = r.onblocked = ok; })")
-    first = page.evaluate(LIFE, {"phase": "first", "attempts": 12, "id": None, "bytes": BYTES})
+    first = page.evaluate(LIFE, {"phase": "first", "attempts": 12, "id": None, "bytes": BYTES, "worker": worker})
     if first["events"] is None:
         pytest.fail(f"in {first['tries']} runs the noise model never called the tool")
     events, seen = first["events"], first["seen"]
@@ -79,7 +80,7 @@ def test_an_artifact_a_js_tool_puts_survives_a_reload_and_downloads(fresh_page):
     assert any(e["type"] == "result" and e["text"] == f"exported {art['id']}" for e in events)
 
     page.reload()
-    second = page.evaluate(LIFE, {"phase": "second", "attempts": 0, "id": art["id"], "bytes": BYTES})
+    second = page.evaluate(LIFE, {"phase": "second", "attempts": 0, "id": art["id"], "bytes": BYTES, "worker": worker})
     assert second["meta"] == art and second["bytes"] == BYTES and second["type"] == "application/octet-stream"
     assert first["runId"] in second["runs"], "the run is in IndexedDB too"
     assert second["missing"]["name"] == "AerixError" and second["missing"]["reason"] == "artifact_not_found"
@@ -90,11 +91,11 @@ def test_an_artifact_a_js_tool_puts_survives_a_reload_and_downloads(fresh_page):
     assert Path(download.value.path()).read_bytes() == bytes(BYTES)
 
 
-def test_the_indexeddb_store_keeps_the_artifact_contract(fresh_page):
+def test_the_indexeddb_store_keeps_the_artifact_contract(fresh_page, worker):
     page, _ = fresh_page()
-    page.evaluate("""async () => { const { boot } = await import("/aerix.mjs"); window.ai = await boot({ model: "/models/tiny.gguf" }); }""")
+    page.evaluate("""async (worker) => { const { boot } = await import("/aerix.mjs"); window.ai = await boot({ model: "/models/tiny.gguf", worker }); }""", worker)
     checked = page.evaluate(
-        """async () => window.ai.pyodide.runPythonAsync(`
+        """async () => window.ai.runPython(`
 from aerix.stores.contract import CHECKS
 from aerix.stores.indexeddb import IndexedDBStore
 names, failures = [], []
@@ -107,14 +108,14 @@ for i, check in enumerate(CHECKS):
     except AssertionError as e:
         failures.append(f"{check.__name__}: {e}")
 [names, failures]
-`).then((r) => r.toJs())"""
+`)"""
     )
     names, failures = checked
     assert len(names) == 5 and failures == []
 
 
-def test_the_demo_shows_a_download_link_for_an_attachment(fresh_page):
-    page, _ = fresh_page("/index.html")
+def test_the_demo_shows_a_download_link_for_an_attachment(fresh_page, mode):
+    page, _ = fresh_page(demo(mode))
     page.wait_for_function("() => window.demo && window.demo.ready", timeout=180_000)
     content = "city,rain\nLisbon,80\n".encode()
     page.set_input_files("#files", files=[{"name": "rain.csv", "mimeType": "text/csv", "buffer": content}])

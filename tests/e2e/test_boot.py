@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from conftest import demo
 
-def test_demo_page_becomes_ready_from_its_own_origin(fresh_page):
-    page, traffic = fresh_page("/index.html")
+
+def test_demo_page_becomes_ready_from_its_own_origin(fresh_page, mode):
+    page, traffic = fresh_page(demo(mode))
     page.wait_for_function("() => window.demo && (window.demo.ready || window.demo.error)", timeout=180_000)
     assert page.evaluate("window.demo.error") is None
     assert page.evaluate("crossOriginIsolated") is True
@@ -16,32 +18,46 @@ def test_demo_page_becomes_ready_from_its_own_origin(fresh_page):
         assert part in fetched, part
 
 
-def boot_error(page, model):
+def boot_error(page, model, worker):
     return page.evaluate(
-        """async (model) => {
+        """async ([model, worker]) => {
           const { boot } = await import("/aerix.mjs");
           const timeout = new Promise((_, reject) => setTimeout(() => reject(new Error("boot hung")), 60000));
-          try { await Promise.race([boot({ model }), timeout]); return null; }
+          try { await Promise.race([boot({ model, worker }), timeout]); return null; }
           catch (e) { return String(e && e.message || e); }
         }""",
-        model,
+        [model, worker],
     )
 
 
-def test_a_model_url_that_404s_is_a_clear_error(fresh_page, site):
+def test_a_model_url_that_404s_is_a_clear_error(fresh_page, site, worker):
     page, _ = fresh_page(expect_missing=site + "/models/nowhere.gguf")
-    message = boot_error(page, "/models/nowhere.gguf")
+    message = boot_error(page, "/models/nowhere.gguf", worker)
     assert message is not None and message != "boot hung"
     assert "404" in message and "/models/nowhere.gguf" in message
 
 
-def test_a_file_that_is_not_gguf_is_a_clear_error(fresh_page):
+def test_a_file_that_is_not_gguf_is_a_clear_error(fresh_page, worker):
     page, _ = fresh_page()
-    message = boot_error(page, "/demo.css")
+    message = boot_error(page, "/demo.css", worker)
     assert message is not None and message != "boot hung"
     assert "GGUF" in message and "demo.css" in message
 
 
-def test_boot_without_a_model_is_refused(fresh_page):
+def test_boot_without_a_model_is_refused(fresh_page, worker):
     page, _ = fresh_page()
-    assert "needs a model" in boot_error(page, None)
+    assert "needs a model" in boot_error(page, None, worker)
+
+
+def test_a_worker_that_cannot_start_fails_boot_clearly(fresh_page, site):
+    page, traffic = fresh_page(expect_missing=site + "/nowhere/worker.mjs")
+    message = page.evaluate(
+        """async () => {
+          const { boot } = await import("/aerix.mjs");
+          try { await boot({ model: "/models/tiny.gguf", worker: true, base: "/nowhere/" }); return null; }
+          catch (e) { return String(e && e.message || e); }
+        }"""
+    )
+    assert message is not None and message.startswith("the aerix worker failed"), message
+    # the one request that was meant to fail
+    traffic.failed = [f for f in traffic.failed if not f.startswith(site + "/nowhere/worker.mjs ")]

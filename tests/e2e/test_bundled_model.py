@@ -10,10 +10,10 @@ import json
 import pytest
 from conftest import ROOT
 
-RUN = """async (prompts) => {
+RUN = """async ([prompts, worker]) => {
   const { boot } = await import("/aerix.mjs");
   const demo = await import("/demo-tools.mjs");
-  const ai = await boot({ model: "/models/aerix-tools.gguf", engine: { recorder: true } });
+  const ai = await boot({ model: "/models/aerix-tools.gguf", engine: { recorder: true }, worker });
   const runs = [];
   for (const prompt of prompts) {
     const agent = ai.agent({
@@ -36,11 +36,11 @@ PROMPTS = ["Do I need an umbrella in Lisbon today?", "What's the weather like in
 
 
 @pytest.fixture(scope="module")
-def runs(browser, site):
+def runs(browser, site, mode):
     from conftest import open_page
 
     context, page, traffic = open_page(browser, site)
-    out = page.evaluate(RUN, PROMPTS)
+    out = page.evaluate(RUN, [PROMPTS, mode == "worker"])
     context.close()
     assert traffic.foreign == [] and traffic.failed == [], (traffic.foreign, traffic.failed)
     return out

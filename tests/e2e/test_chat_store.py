@@ -10,6 +10,8 @@ with what it did."""
 
 from __future__ import annotations
 
+from conftest import demo as demo_path
+
 READY = "() => window.demo && window.demo.ready"
 DONE = "() => window.demo.transcript.length > 0 && !window.demo.running"
 STATE = "window.demo.chat.getState()"
@@ -17,8 +19,8 @@ STATE = "window.demo.chat.getState()"
 WATCH = "() => { window.answers = []; window.demo.chat.subscribe((s) => window.answers.push(s.answer)); }"
 
 
-def demo(fresh_page):
-    page, _ = fresh_page("/index.html")
+def demo(fresh_page, mode):
+    page, _ = fresh_page(demo_path(mode))
     page.wait_for_function(READY, timeout=180_000)
     return page
 
@@ -43,8 +45,8 @@ def usage(events: list[dict]) -> dict:
     return {k: sum(e[k] for e in events if e["type"] == "usage") for k in keys}
 
 
-def test_after_a_demo_run_the_store_holds_what_its_events_say_and_the_answer_streamed(fresh_page):
-    page = demo(fresh_page)
+def test_after_a_demo_run_the_store_holds_what_its_events_say_and_the_answer_streamed(fresh_page, mode):
+    page = demo(fresh_page, mode)
     page.evaluate(WATCH)
     prompt = "Do I need an umbrella in Lisbon today?"
     events = ask(page, prompt)
@@ -88,8 +90,8 @@ def test_after_a_demo_run_the_store_holds_what_its_events_say_and_the_answer_str
     assert page.locator("#log .card.final pre").all_text_contents() == [final["text"], more[-1]["text"]]
 
 
-def test_an_approval_is_pending_in_the_store_until_answered_and_stop_aborts_a_run(fresh_page):
-    page = demo(fresh_page)
+def test_an_approval_is_pending_in_the_store_until_answered_and_stop_aborts_a_run(fresh_page, mode):
+    page = demo(fresh_page, mode)
     page.check("#approve")
     events = ask(page, "Do I need an umbrella in Lisbon today?")
     waiting = events[-1]

@@ -104,15 +104,16 @@ def loopback_server():
     server.server_close()
 
 
-def demo(site: str, base_url: str | None = None, model: str | None = None) -> str:
+def demo(site: str, base_url: str | None = None, model: str | None = None, worker: bool | None = None) -> str:
     query = [f"baseUrl={quote(base_url, safe='')}"] if base_url is not None else []
+    query += [f"worker={int(worker)}"] if worker is not None else []
     query += [f"serverModel={model}"] if model else []
     return f"{site}/index.html" + ("?" + "&".join(query) if query else "")
 
 
-def test_the_demo_sends_its_csp_and_boots_and_runs_under_it(watched, site):
+def test_the_demo_sends_its_csp_and_boots_and_runs_under_it(watched, site, worker):
     w = watched()
-    response = w.page.goto(demo(site))
+    response = w.page.goto(demo(site, worker=worker))
     page = (SITE / "index.html").read_bytes()
     headers = response.all_headers()
     assert headers.get("content-security-policy") == policy(page)
@@ -167,10 +168,10 @@ def test_every_other_base_url_is_refused_on_the_page(watched, site, base_url):
     assert w.page.evaluate("window.demo.server") is None
 
 
-def test_a_loopback_base_url_is_used_with_a_notice_and_the_policy_lets_it_through(watched, site, loopback_server):
+def test_a_loopback_base_url_is_used_with_a_notice_and_the_policy_lets_it_through(watched, site, loopback_server, worker):
     url, seen = loopback_server
     w = watched()
-    w.page.goto(demo(site, f"{url}/v1", "stub"))
+    w.page.goto(demo(site, f"{url}/v1", "stub", worker))
     notice = w.page.wait_for_selector("#server-notice", state="visible")
     assert notice.inner_text() == f"Your prompts go to the server at {url}, not to a model in this page."
     w.page.wait_for_function(READY, timeout=180_000)

@@ -4,27 +4,25 @@ middle of a generation and between an effect and its record; approvals across a 
 from __future__ import annotations
 
 import pytest
+from conftest import demo
 from playwright.sync_api import Error as PlaywrightError
 
 # One life of the page: boot, build the same durable agent, then either start the run (and let
 # the armed crash reload the page) or recover and resume it. The crash is armed once per trial
 # through sessionStorage, which survives the reload; the effect's counter and every generation
 # asked are kept in localStorage, which survives it too.
-LIFE = """async ({ phase, mode, at }) => {
+LIFE = """async ({ phase, mode, at, worker }) => {
   const { boot } = await import("/aerix.mjs");
   const { openStore } = await import("/store.mjs");
-  const ai = await boot({ model: "/models/tiny.gguf" });
+  const asked = () => JSON.parse(localStorage.getItem("asked") || "[]");
+  // every generation the engine is asked for, in the page's localStorage (the engine may be in a worker)
+  const recorder = { push: (request) => localStorage.setItem("asked", JSON.stringify([...asked(), JSON.stringify(request.messages ?? request.prompt)])) };
+  const ai = await boot({ model: "/models/tiny.gguf", worker, engine: { recorder } });
   const armed = () => sessionStorage.getItem("crashed") !== "1";
   const crash = async () => {
     sessionStorage.setItem("crashed", "1");
     location.reload();
     await new Promise(() => {});  // nothing after this point runs in this life
-  };
-  const asked = () => JSON.parse(localStorage.getItem("asked") || "[]");
-  const chat = ai.engine.chat;
-  ai.engine.chat = (messages, options) => {
-    localStorage.setItem("asked", JSON.stringify([...asked(), JSON.stringify(messages)]));
-    return chat(messages, options);
   };
   const inner = openStore("aerix-reload");
   let writes = 0;
@@ -79,20 +77,20 @@ LIFE = """async ({ phase, mode, at }) => {
 }"""
 
 
-def trial(page, site, mode, at=None, attempts=10):
+def trial(page, site, mode, at=None, attempts=10, worker=False):
     """Run the first life until its crash reloads the page, then resume in the second life."""
     for _ in range(attempts):
         page.goto(site + "/embed.html")
         life = page.evaluate("performance.timeOrigin")
         page.evaluate("() => { localStorage.clear(); sessionStorage.clear(); return new Promise((ok) => { const r = indexedDB.deleteDatabase('aerix-reload'); r.onsuccess = r.onerror = r.onblocked = ok; }); }")
         try:
-            first = page.evaluate(LIFE, {"phase": "first", "mode": mode, "at": at})
+            first = page.evaluate(LIFE, {"phase": "first", "mode": mode, "at": at, "worker": worker})
         except PlaywrightError as e:  # the page reloaded under the evaluation: that is the crash
             assert "context was destroyed" in str(e) or "navigat" in str(e), e
             # wait for the new document (the old one may take a moment to go)
             page.wait_for_function(f"() => performance.timeOrigin !== {life} && document.readyState === 'complete'")
             assert page.evaluate("sessionStorage.getItem('crashed')") == "1"
-            return page.evaluate(LIFE, {"phase": "resume", "mode": mode, "at": at})
+            return page.evaluate(LIFE, {"phase": "resume", "mode": mode, "at": at, "worker": worker})
         # the random run (noise model, temperature 2) never reached the crash point (e.g. it made
         # no send call): try again; CI once saw three such runs in a row
         assert first["crashed"] is False
@@ -119,17 +117,17 @@ def page(fresh_page):
 
 
 @pytest.mark.parametrize("at", range(1, 11))
-def test_reload_after_each_checkpoint_then_resume(page, site, at):
-    assert_resumed(trial(page, site, "checkpoint", at))
+def test_reload_after_each_checkpoint_then_resume(page, site, at, worker):
+    assert_resumed(trial(page, site, "checkpoint", at, worker=worker))
 
 
-def test_reload_in_the_middle_of_a_generation_then_resume(page, site):
-    out = trial(page, site, "generation")
+def test_reload_in_the_middle_of_a_generation_then_resume(page, site, worker):
+    out = trial(page, site, "generation", worker=worker)
     assert_resumed(out, repeats_allowed=1)
 
 
-def test_reload_between_an_effect_and_its_record_applies_it_once(page, site):
-    out = trial(page, site, "effect")
+def test_reload_between_an_effect_and_its_record_applies_it_once(page, site, worker):
+    out = trial(page, site, "effect", worker=worker)
     assert_resumed(out)
     assert out["sent"], "the run sent nothing"
     assert any(e["type"] == "result" and e["tool"] == "send" for e in out["events"])
@@ -137,7 +135,7 @@ def test_reload_between_an_effect_and_its_record_applies_it_once(page, site):
 
 def test_the_indexeddb_store_keeps_the_store_contract(booted):
     failures = booted.evaluate(
-        """async () => window.ai.pyodide.runPythonAsync(`
+        """async () => window.ai.runPython(`
 from aerix.stores.contract import CHECKS
 from aerix.stores.indexeddb import IndexedDBStore
 failures = []
@@ -147,15 +145,15 @@ for i, check in enumerate(CHECKS):
     except AssertionError as e:
         failures.append(f"{check.__name__}: {e}")
 failures
-`).then((f) => f.toJs())"""
+`)"""
     )
     assert failures == []
 
 
-def test_an_approval_survives_a_reload_and_is_answered_from_the_demo_card(fresh_page, site):
+def test_an_approval_survives_a_reload_and_is_answered_from_the_demo_card(fresh_page, site, mode):
     # a new browser context: its IndexedDB starts empty; on the demo's own prompt the bundled model
     # calls weather at once (greedy), so the run waits for the approval of that call
-    page, _ = fresh_page("/index.html")
+    page, _ = fresh_page(demo(mode))
     page.wait_for_function("() => window.demo && window.demo.ready", timeout=180_000)
     page.check("#approve")
     page.click("#run")

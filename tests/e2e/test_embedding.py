@@ -56,17 +56,18 @@ def test_js_tool_and_js_before_call_hook_run_from_the_python_loop(booted):
     assert all(t["hasSignal"] for t in seen["tool"])
 
 
-def test_the_script_tag_embed(fresh_page):
+def test_the_script_tag_embed(fresh_page, worker):
     page, _ = fresh_page("/embed.html")
     out = page.evaluate(
-        """async () => {
+        """async (worker) => {
       if (typeof window.aerix?.boot !== "function") return { error: "no window.aerix.boot" };
-      const ai = await window.aerix.boot({ model: "/models/tiny.gguf", engine: { recorder: true } });
+      const ai = await window.aerix.boot({ model: "/models/tiny.gguf", engine: { recorder: true }, worker });
       const agent = ai.agent({ instructions: "Be brief.", limits: { maxTokens: 96, retries: 4 } });
       const events = [];
       for await (const ev of agent.run("Say hello.")) events.push(ev);
       return { events, requests: ai.engine.requests.length, ready: ai.timings.ready };
-    }"""
+    }""",
+        worker,
     )
     assert "error" not in out, out
     events = out["events"]
@@ -80,7 +81,7 @@ def test_python_in_the_page_drives_the_engine_with_run_python(booted):
     out = booted.evaluate(
         """async () => {
       const before = window.ai.engine.requests.length;
-      const result = await window.ai.pyodide.runPythonAsync(`
+      const result = await window.ai.runPython(`
 from aerix import Agent, Limits, tool
 from aerix.engines.js import page_model
 

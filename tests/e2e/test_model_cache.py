@@ -13,12 +13,12 @@ ROOT = Path(__file__).resolve().parents[2]
 MODELS = ROOT / "build" / "site" / "models"
 TINY = "/models/tiny.gguf"
 
-BOOT = """async ({ model, cache }) => {
+BOOT = """async ({ model, cache, worker }) => {
   const { boot } = await import("/aerix.mjs");
   const progress = [];
   const t0 = performance.now();
   const onProgress = (p) => p.phase === "model" && progress.push({ ...p, t: performance.now() - t0 });
-  window.ai = await boot({ model, ...(cache === null ? {} : { cache }), engine: { seed: 7 }, onProgress });
+  window.ai = await boot({ model, ...(cache === null ? {} : { cache }), engine: { seed: 7 }, onProgress, worker: !!worker });
   return { progress, info: { ...window.ai.engine.info }, timings: window.ai.timings };
 }"""
 
@@ -73,9 +73,9 @@ def listed(name: str) -> dict:
     return next(m for m in json.loads((MODELS / "models.json").read_text())["models"] if m["file"] == name)
 
 
-def load(page, site, script, model=TINY, cache=None):
+def load(page, site, script, model=TINY, cache=None, worker=False):
     page.goto(site + "/embed.html")
-    return page.evaluate(script, {"model": model, "cache": cache})
+    return page.evaluate(script, {"model": model, "cache": cache, "worker": worker})
 
 
 def model_phase(out) -> dict:
@@ -89,17 +89,17 @@ def model_phase(out) -> dict:
     return {"cached": out["info"]["cached"], "fetch_ms": round(out["info"]["fetchMs"]), "events": len(progress)}
 
 
-def test_a_second_page_load_takes_the_model_from_the_cache_and_the_agent_runs(fresh_page, site):
+def test_a_second_page_load_takes_the_model_from_the_cache_and_the_agent_runs(fresh_page, site, worker):
     page, _ = fresh_page()
     watch = Watch(page)
 
-    first = model_phase(load(page, site, BOOT))
+    first = model_phase(load(page, site, BOOT, worker=worker))
     requests, statuses = watch.take()
     assert first["cached"] is False and len(requests) == 1 and statuses == [200]
     tiny = listed("tiny.gguf")
     assert page.evaluate(ENTRIES) == {TINY: {"sha256": tiny["sha256"], "size": tiny["size"]}}
 
-    second = model_phase(load(page, site, BOOT))
+    second = model_phase(load(page, site, BOOT, worker=worker))
     assert watch.take() == ([], []), "the second page load asked for the model"
     assert second["cached"] is True
     events = page.evaluate(RUN)

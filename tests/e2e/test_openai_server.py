@@ -14,6 +14,7 @@ import threading
 from urllib.parse import urlsplit
 
 import pytest
+from conftest import demo
 from server_harness import MODELS, ROOT, LlamaServer, RecordingProxy
 
 from aerix import Abort, Agent, OpenAIModel, tool
@@ -190,9 +191,9 @@ def test_the_cli_streams_events_from_the_server(server):
 
 # -- from the page, over fetch ------------------------------------------------------------------
 
-BOOT = """async ({ baseUrl }) => {
+BOOT = """async ({ baseUrl, worker }) => {
   const { boot } = await import("/aerix.mjs");
-  window.ai = await boot({ engine: { baseUrl, model: "tiny" } });
+  window.ai = await boot({ engine: { baseUrl, model: "tiny" }, worker });
   return { timings: window.ai.timings, engine: window.ai.engine };
 }"""
 
@@ -223,7 +224,7 @@ RUN = (
 
 
 @pytest.fixture(scope="module")
-def server_page(browser, site, server):
+def server_page(browser, site, server, mode):
     llama, proxy = server
     context = browser.new_context()
     page = context.new_page()
@@ -232,7 +233,7 @@ def server_page(browser, site, server):
     page.on("requestfailed", lambda r: failed.append(f"{r.url} ({r.failure})"))
     page.set_default_timeout(120_000)
     page.goto(site + "/embed.html")
-    booted = page.evaluate(BOOT, {"baseUrl": f"{proxy.url}/v1"})
+    booted = page.evaluate(BOOT, {"baseUrl": f"{proxy.url}/v1", "worker": mode == "worker"})
     yield page, booted, requests, failed
     context.close()
     origins = {f"{urlsplit(u).scheme}://{urlsplit(u).netloc}" for u in requests if not u.startswith(("data:", "blob:"))}
@@ -300,7 +301,7 @@ def test_the_page_abort_ends_abort_stops_the_server_and_the_next_run_works(serve
 def test_python_in_the_page_gets_the_server_model(server_page):
     page, *_ = server_page
     out = page.evaluate(
-        """async () => window.ai.pyodide.runPythonAsync(`
+        """async () => window.ai.runPython(`
 from aerix import Agent
 from aerix.engines.js import page_model
 model = page_model()
@@ -331,7 +332,7 @@ def test_boot_fails_clearly_when_the_server_is_not_there(browser, site):
     assert error and error.startswith("could not reach the server at http://127.0.0.1:")
 
 
-def test_the_demo_runs_on_the_server(browser, site, server):
+def test_the_demo_runs_on_the_server(browser, site, server, mode):
     llama, proxy = server
     mark = proxy.mark()
     context = browser.new_context()
@@ -340,7 +341,7 @@ def test_the_demo_runs_on_the_server(browser, site, server):
     page.on("request", lambda r: requests.append(r.url))
     page.set_default_timeout(120_000)
     try:
-        page.goto(f"{site}/index.html?baseUrl={proxy.url}/v1&serverModel=tiny")
+        page.goto(f"{site}{demo(mode, f'baseUrl={proxy.url}/v1&serverModel=tiny')}")
         page.wait_for_function("() => window.demo && (window.demo.ready || window.demo.error)")
         assert page.evaluate("window.demo.error") is None
         assert "on the server" in page.inner_text("#model")

@@ -19,6 +19,7 @@ import json
 
 import pytest
 from conftest import ROOT, SITE, Traffic
+from conftest import demo as demo_path
 
 READY = "() => window.demo && window.demo.ready"
 SHOWN = "window.demo.transcript.filter((e) => e.type !== 'text' && e.type !== 'usage')"
@@ -33,7 +34,7 @@ def sha(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def demo(fresh_page, site, *, untrusted: bool, inject: bool = False):
+def demo(fresh_page, site, mode, *, untrusted: bool, inject: bool = False):
     """The demo page, booted, with the box set; `inject` serves a weather tool whose results end
     in INJECTED (the demo's own code otherwise: its tools as the model knows them)."""
     page, _ = fresh_page("/embed.html")  # boots nothing: the route below is set before the demo loads
@@ -44,7 +45,7 @@ def demo(fresh_page, site, *, untrusted: bool, inject: bool = False):
         wrapped = f"export function weather(input) {{\n  return plainWeather(input) + {json.dumps(INJECTED)};\n}}\nfunction plainWeather({{ city }}) {{"
         body = source.replace(start, wrapped)
         page.route("**/demo-tools.mjs", lambda route: route.fulfill(response=route.fetch(), body=body))
-    page.goto(site + "/index.html")
+    page.goto(site + demo_path(mode))
     page.wait_for_function(READY, timeout=180_000)
     if untrusted:
         page.check("#untrusted")
@@ -94,8 +95,8 @@ def denied_and_ended(after: list[dict]) -> None:
     assert len(endings) == 1 and endings[0] is after[-1] and after[-1]["type"] in ("final", "end"), after
 
 
-def test_untrusted_weather_then_a_note_waits_as_a_card_and_deny_saves_nothing(fresh_page, site):
-    page = demo(fresh_page, site, untrusted=True)
+def test_untrusted_weather_then_a_note_waits_as_a_card_and_deny_saves_nothing(fresh_page, site, mode):
+    page = demo(fresh_page, site, mode, untrusted=True)
     first = ask(page, "Do I need an umbrella in Lisbon today?")
     tainted_before_its_result(first)
     assert page.locator(".card.taint").count() == 1, "the demo shows the taint"
@@ -115,8 +116,8 @@ def test_untrusted_weather_then_a_note_waits_as_a_card_and_deny_saves_nothing(fr
     assert sha(page.evaluate("window.demo.agent().system")) == TRAINED
 
 
-def test_without_the_box_the_same_prompts_save_the_note_without_a_card(fresh_page, site):
-    page = demo(fresh_page, site, untrusted=False)
+def test_without_the_box_the_same_prompts_save_the_note_without_a_card(fresh_page, site, mode):
+    page = demo(fresh_page, site, mode, untrusted=False)
     schema = page.evaluate("window.demo.agent().schema")
     first = ask(page, "Do I need an umbrella in Lisbon today?")
     assert [e for e in first if e["type"] == "result"][0]["tool"] == "weather"
@@ -132,10 +133,10 @@ def test_without_the_box_the_same_prompts_save_the_note_without_a_card(fresh_pag
     assert sha(page.evaluate("window.demo.agent().system")) == TRAINED
 
 
-def test_page_text_that_asks_to_send_a_message_waits_as_a_card_not_run(fresh_page, site):
+def test_page_text_that_asks_to_send_a_message_waits_as_a_card_not_run(fresh_page, site, mode):
     # a weather result carries text that asks for a message to be sent; the model obeys it and
     # calls save_note (the demo's outbound tool), but the call is held for the user
-    page = demo(fresh_page, site, untrusted=True, inject=True)
+    page = demo(fresh_page, site, mode, untrusted=True, inject=True)
     events = ask(page, "What is the weather in Lisbon?")
     tainted_before_its_result(events)
     assert next(e for e in events if e["type"] == "result")["text"].endswith(INJECTED)
@@ -150,11 +151,11 @@ def test_page_text_that_asks_to_send_a_message_waits_as_a_card_not_run(fresh_pag
 # One tab's aerix: the bundled model and the demo's tools as it knows them, on the store both
 # tabs share. `time` is an effect that counts its applications in localStorage (shared by the
 # tabs too); `weather` waits until this tab's gate opens. What each tab's tools ran is in tab.ran.
-TAB = """async () => {
+TAB = """async (worker) => {
   const { boot } = await import("/aerix.mjs");
   const { openStore } = await import("/store.mjs");
   const demo = await import("/demo-tools.mjs");
-  const ai = await boot({ model: "/models/aerix-tools.gguf" });
+  const ai = await boot({ model: "/models/aerix-tools.gguf", worker });
   const tab = (window.tab = { ran: [], events: [] });
   tab.gate = new Promise((open) => (tab.open = open));
   const applied = () => Number(localStorage.getItem("applied") || 0);
@@ -175,6 +176,7 @@ TAB = """async () => {
     instructions: demo.INSTRUCTIONS, tools, store: openStore("aerix-two-tabs"),
     limits: { turns: 4, retries: 2, maxTokens: 256 }, generation: { temperature: 0 },
   });
+  await tab.agent.ready;
   return tab.agent.system;
 }"""
 
@@ -215,10 +217,10 @@ def tabs(browser, site):
         assert traffic.foreign == [] and traffic.failed == [], (traffic.foreign, traffic.failed)
 
 
-def test_two_tabs_one_durable_run_one_executes_the_other_is_busy_then_resumes_it(tabs):
+def test_two_tabs_one_durable_run_one_executes_the_other_is_busy_then_resumes_it(tabs, worker):
     one, two = tabs
     for tab in (one, two):
-        assert sha(tab.evaluate(TAB)) == TRAINED
+        assert sha(tab.evaluate(TAB, worker)) == TRAINED
     # tab one starts the run: time (the effect) is applied, then weather waits at its gate
     one.evaluate("(a) => { window.tab.done = (%s)(a); }" % DRIVE, {"how": "run", "arg": PROMPT})
     one.wait_for_function("() => window.tab.ran.includes('weather')", timeout=60_000)

@@ -1,8 +1,17 @@
 """The calls phase: one call's way from the model's request to the result the model sees.
 
-    permission (tool_policy) → before_call hook → taint guard → run (an effect recorded once;
-    interrupted by an abort, the run's timeout or the tool's own) → after_call hook → taint →
-    cut to ``result_chars``
+    repeat guard → permission (tool_policy) → before_call hook → taint guard → run (an effect
+    recorded once; interrupted by an abort, the run's timeout or the tool's own) → after_call
+    hook → taint → cut to ``result_chars``
+
+The repeat guard (``Limits.repeat_calls``) answers a call that repeats an earlier call of the
+run (same tool, equal input as canonical JSON) that succeeded with that call's result, and the
+rest of the way is not taken: nothing runs, so nothing is repeated (an effect, a question to a
+person, a hook's work). A repeat of a call that failed takes the whole way again, since a
+failure may pass (a timeout, a refusal the model can now avoid). One repeat too many in a row
+ends the run ``loop``. The guard remembers a call only once it has its result, in the loop's
+state, so a call that stops midway (an approval, an abort) and runs again on resume is counted
+once, and a resumed run knows the calls before its checkpoint.
 
 Every wait on a tool goes through :func:`until_aborted`, which is also how a generation is
 waited for: the awaited step runs in its own task and is cancelled the moment the signal
@@ -13,6 +22,7 @@ the thread cannot be interrupted: nothing else runs while it does.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 from typing import TYPE_CHECKING, Any
 
@@ -20,15 +30,20 @@ from .abort import Abort
 from .events import Call, NewArtifact, Result, Taint
 from .tools import Tool, ToolContext, run_tool
 from .trust import flag_holds
+from .turn import repeated_note
 
 if TYPE_CHECKING:
     from .loop import Loop
 
-__all__ = ["StepInterrupted", "call_tool", "until_aborted"]
+__all__ = ["RepeatedCall", "StepInterrupted", "call_tool", "until_aborted"]
 
 
 class StepInterrupted(Exception):
     """The awaited step was cancelled because its signal aborted."""
+
+
+class RepeatedCall(Exception):
+    """A call repeated the one before it once too often in a row: the run ends ``loop``."""
 
 
 async def until_aborted(awaitable: Any, signal: Abort) -> Any:
@@ -72,7 +87,38 @@ async def _stop(task: asyncio.Future[Any]) -> None:
 async def call_tool(loop: Loop, call: Call) -> tuple[Call, list[NewArtifact | Taint | Result]]:
     """One call, as the loop runs it: the call as it ran (a hook may change its input), and the
     events that follow it (an ``artifact`` per file it kept, a ``taint`` if this result is the
-    first from outside, the result)."""
+    first from outside, the result). Raises :class:`RepeatedCall` when the repeat guard ends
+    the run."""
+    cap = loop.limits.repeat_calls
+    if cap is None:
+        return await _call(loop, call)
+    seen = loop.state.seen
+    key = _key(call)
+    in_row = seen.in_row + 1 if key == seen.last else 1
+    if in_row > cap + 1:
+        raise RepeatedCall(f"the model called {call.tool} with the same input {in_row} times in a row (Limits.repeat_calls is {cap})")
+    earlier = seen.answered.get(key)
+    if earlier is None:
+        ran, events = await _call(loop, call)
+    else:
+        earlier_id, text = earlier
+        ran, events = call, [Result(call.id, call.tool, repeated_note(call.tool, earlier_id, text), False, earlier_id)]
+    result = events[-1]
+    assert isinstance(result, Result)
+    seen.last, seen.in_row = key, in_row  # only now: a call that stopped midway is not counted
+    if earlier is None and not result.error:
+        seen.answered[key] = (call.id, result.text)
+    return ran, events
+
+
+def _key(call: Call) -> str:
+    """The repeat guard's name for a call: its tool and input as canonical JSON, hashed."""
+    canonical = json.dumps([call.tool, call.input], sort_keys=True, ensure_ascii=True, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode("ascii")).hexdigest()
+
+
+async def _call(loop: Loop, call: Call) -> tuple[Call, list[NewArtifact | Taint | Result]]:
+    """The call's way after the repeat guard: permission, hooks, taint, the run, the cut."""
     agent = loop.agent
     tool = agent.tool_named(call.tool)
     # the run's signal; a tool with its own timeout_s gets a child, which that timeout aborts alone

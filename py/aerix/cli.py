@@ -23,6 +23,7 @@ import sys
 from contextlib import aclosing
 from typing import Any, Sequence, TextIO
 
+from . import __version__
 from .abort import Abort
 from .agent import Agent
 from .engines.openai import OpenAIModel
@@ -35,10 +36,30 @@ _CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")  # all C0 but tab and new
 _UNSAFE_IN_JSON = re.compile("[\x7f-\x9f]")
 
 
+_ABOUT = """\
+aerix: an agent runtime. A Python turn loop that runs in the web page (Pyodide) and on CPython;
+here, on CPython, it drives a model on an OpenAI-compatible server (llama.cpp's llama-server,
+vLLM, ...) and streams the run's events to the terminal."""
+
+_EXAMPLES = """\
+example:
+  python -m aerix run --base-url http://127.0.0.1:8080/v1 --model qwen "Umbrella for Lisbon?"
+
+`python -m aerix run --help` lists its options. Exit status: 0 on a final answer, 1 on any other
+ending, 130 when aborted (Ctrl-C), 2 on bad arguments. `run` needs httpx: pip install 'aerix[openai]'."""
+
+
 def parser() -> argparse.ArgumentParser:
-    top = argparse.ArgumentParser(prog="python -m aerix", description="aerix: an agent runtime.")
-    commands = top.add_subparsers(dest="command", required=True)
-    run = commands.add_parser("run", help="run an agent on an OpenAI-compatible server and stream its events")
+    top = argparse.ArgumentParser(prog="python -m aerix", description=_ABOUT, epilog=_EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
+    top.add_argument("--version", action="version", version=f"aerix {__version__}")
+    commands = top.add_subparsers(dest="command", required=True, title="commands", metavar="COMMAND")
+    run = commands.add_parser(
+        "run",
+        help="run an agent on an OpenAI-compatible server and stream its events",
+        description="Run one prompt through an agent on an OpenAI-compatible server. The model's text streams\nas it comes; every other event is a line of its own (with --json, one JSON event per line).",
+        epilog="example:\n  python -m aerix run --base-url http://127.0.0.1:8080/v1 --model qwen --json \"Umbrella for Lisbon?\"",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     run.add_argument("prompt", help="what to ask")
     run.add_argument("--base-url", required=True, help="the API root, /v1 included (http://127.0.0.1:8080/v1)")
     run.add_argument("--model", required=True, help="the model name the server knows")

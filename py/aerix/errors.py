@@ -5,7 +5,8 @@
      │                  raised where it was made (when a tool is defined, when an Agent is built)
      ├─ kind "busy"     a second run on an Agent while one is going
      ├─ kind "end"      ``Agent.ask`` on a run that did not end with a final answer;
-     │                  carries ``reason`` (turns | retries | abort | error) and ``events``
+     │                  carries ``reason`` (turns | retries | abort | error | timeout |
+     │                  tokens | loop) and ``events``
      ├─ kind "engine"   raised by a model when the engine failed; the loop turns it into
      │                  an ``end`` event with reason ``error`` (carrying the server's RFC 9457
      │                  ``problem`` document, if any), never lets it out of ``run``

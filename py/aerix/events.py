@@ -36,7 +36,7 @@ __all__ = [
     "event_from_dict",
 ]
 
-EndReason = Literal["turns", "retries", "abort", "error", "timeout", "tokens"]
+EndReason = Literal["turns", "retries", "abort", "error", "timeout", "tokens", "loop"]
 
 
 def _plain(value: Any) -> Any:
@@ -113,13 +113,24 @@ class Turn(_EventBase):
 
 @dataclass(frozen=True)
 class Result(_EventBase):
-    """What a call gave back, exactly as the model will see it; ``error`` when it failed or was refused."""
+    """What a call gave back, exactly as the model will see it; ``error`` when it failed or was refused.
+
+    ``repeat_of``: the id of the earlier call of this run with the same tool and input whose
+    result this repeats (the tool did not run again; ``text`` says so to the model, see
+    ``Limits.repeat_calls``); ``None`` otherwise, and then left out of ``to_dict()``."""
 
     id: str
     tool: str
     text: str
     error: bool
+    repeat_of: str | None = None
     type: Literal["result"] = field(default="result", init=False)
+
+    def to_dict(self) -> dict[str, Any]:
+        out = super().to_dict()
+        if out["repeat_of"] is None:
+            del out["repeat_of"]
+        return out
 
 
 @dataclass(frozen=True)
@@ -164,7 +175,8 @@ class Waiting(_EventBase):
 
 @dataclass(frozen=True)
 class End(_EventBase):
-    """The run's ending without an answer: ``reason`` is turns, retries, abort, error, timeout or tokens.
+    """The run's ending without an answer: ``reason`` is turns, retries, abort, error, timeout,
+    tokens or loop (the same call came once too often in a row: ``Limits.repeat_calls``).
 
     ``problem``: the RFC 9457 problem document an OpenAI-compatible server sent with the failure
     that ended the run (reason ``error``), as it was sent; ``None`` otherwise, and then left out

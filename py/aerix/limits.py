@@ -41,6 +41,15 @@ class Limits:
       generation, on each streamed delta and before each tool call (ending reason ``timeout``).
     - ``max_total_tokens``: prompt plus completion tokens over the run's generations; checked
       before each generation (ending reason ``tokens``).
+    - ``repeat_calls``: the repeat guard, checked before each call (``calls.py``). A call is a
+      repeat of an earlier call of the run when it names the same tool with an equal input
+      (the same canonical JSON). A repeat of a call that succeeded does not run the tool again:
+      its result is the earlier one, after a note telling the model it already has it (the
+      ``result`` event's ``repeat_of`` names the earlier call). A repeat of a call that failed
+      runs again (the failure may have passed). ``repeat_calls`` is how many times in a row a
+      call may repeat the call just before it, across turns; the next repeat in a row ends the
+      run ``end`` reason ``loop`` (default 1: the third identical call in a row). ``None``:
+      off, every call runs.
     """
 
     turns: int | None = 8
@@ -49,6 +58,7 @@ class Limits:
     result_chars: int | None = 4000
     timeout_s: float | None = None
     max_total_tokens: int | None = None
+    repeat_calls: int | None = 1
 
     def __post_init__(self) -> None:
         _count("turns", self.turns, minimum=1, optional=True)
@@ -56,6 +66,7 @@ class Limits:
         _count("max_tokens", self.max_tokens, minimum=1, optional=False)
         _count("result_chars", self.result_chars, minimum=1, optional=True)
         _count("max_total_tokens", self.max_total_tokens, minimum=1, optional=True)
+        _count("repeat_calls", self.repeat_calls, minimum=0, optional=True)
         t = self.timeout_s
         if t is not None and (isinstance(t, bool) or not isinstance(t, (int, float)) or t <= 0):
             raise AerixError("options", f"Limits.timeout_s must be a number of seconds > 0 or None, got {t!r}")
@@ -84,6 +95,8 @@ class Hooks:
       ``text`` as a user message, within ``Limits.turns``.
 
     A hook that throws, or returns anything else, ends the run with ``end`` reason ``error``.
+    A call answered with an earlier call's result (``Limits.repeat_calls``) runs neither call
+    hook: nothing runs, and its text is the one they already saw.
     """
 
     before_call: Callable[..., Any] | None = None

@@ -9,10 +9,10 @@ new feature lands inside one phase.
 
 Error policy, stated once: the developer's mistake raises ``AerixError`` where it is made; the
 model's mistake (bad JSON, unknown tool, a cut turn) is told back to it as a ``retry``; a tool's
-failure becomes its result; an engine failure, a hook's failure, the limits and the signal each
-stop the run with one ``end`` event. The loop has one exit: it yields the stop (an ending, or
-``waiting`` in a durable run), never two, and never raises after it started (except when the
-consuming task is cancelled).
+failure becomes its result; an engine failure, a hook's failure, the limits (a call repeated
+once too often in a row among them) and the signal each stop the run with one ``end`` event.
+The loop has one exit: it yields the stop (an ending, or ``waiting`` in a durable run), never
+two, and never raises after it started (except when the consuming task is cancelled).
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, AsyncGenerator, Callable, Protocol, Union
 
 from .abort import Abort
 from .artifacts import RunArtifacts
-from .calls import StepInterrupted, call_tool, until_aborted
+from .calls import RepeatedCall, StepInterrupted, call_tool, until_aborted
 from .channels import Channels
 from .errors import AerixError, describe
 from .events import Call, End, Event, Final, FinalDelta, Interrupted, Result, Retry, Text, Turn, Usage, Waiting
@@ -329,10 +329,9 @@ class Loop:
                 if halted is not None:
                     raise StepInterrupted
                 ran, events = await call_tool(self, call)
-            except (StepInterrupted, HookFailed) as e:
-                halted = self.halted()
-                self.stop = halted or End("error", str(e))
-                for cancelled in self.close_turn(halted.message if halted else "the run ended on a failed hook"):
+            except (StepInterrupted, HookFailed, RepeatedCall) as e:
+                self.stop = self.halted() or End("loop" if isinstance(e, RepeatedCall) else "error", str(e))
+                for cancelled in self.close_turn(self.stop.message):
                     yield cancelled
                 await self.checkpoint()
                 return

@@ -32,7 +32,7 @@ from .trust import Invoker, require_tool_permission
 
 __all__ = ["JsChannel", "PageAgent", "create_agent", "event_view", "js_channel", "run_view", "server_model"]
 
-_LIMIT_NAMES = {"maxTokens": "max_tokens", "resultChars": "result_chars", "timeoutS": "timeout_s", "maxTotalTokens": "max_total_tokens"}
+_LIMIT_NAMES = {"maxTokens": "max_tokens", "resultChars": "result_chars", "timeoutS": "timeout_s", "maxTotalTokens": "max_total_tokens", "repeatCalls": "repeat_calls"}
 _HOOK_NAMES = {"beforeCall": "before_call", "afterCall": "after_call", "onFinal": "on_final"}
 _EVENT_KEYS = {
     "prompt_tokens": "promptTokens",
@@ -41,6 +41,7 @@ _EVENT_KEYS = {
     "run_id": "runId",
     "approval_id": "approvalId",
     "media_type": "mediaType",
+    "repeat_of": "repeatOf",
 }
 
 

@@ -13,7 +13,7 @@ from typing import Any
 from .events import Call, Result, Turn
 from .turn import neutralise, results_message
 
-__all__ = ["Conversation", "LoopState", "Pending"]
+__all__ = ["CallsSeen", "Conversation", "LoopState", "Pending"]
 
 
 @dataclass
@@ -72,14 +72,36 @@ class Pending:
 
 
 @dataclass
+class CallsSeen:
+    """The run's calls as the repeat guard sees them (``calls.py``, ``Limits.repeat_calls``):
+    the key of the latest call and how many calls in a row had it, and for each key whose call
+    succeeded, that call's id and result text as the model saw it."""
+
+    answered: dict[str, tuple[str, str]] = field(default_factory=dict)
+    last: str | None = None
+    in_row: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"answered": {k: list(v) for k, v in self.answered.items()}, "last": self.last, "in_row": self.in_row}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any] | None) -> CallsSeen:
+        if data is None:  # a checkpoint written before the guard
+            return cls()
+        return cls({k: (i, text) for k, (i, text) in data["answered"].items()}, data["last"], data["in_row"])
+
+
+@dataclass
 class LoopState:
-    """The loop's counters and pending turn: with the conversation, what a checkpoint holds."""
+    """The loop's counters, the calls seen and the pending turn: with the conversation, what a
+    checkpoint holds."""
 
     generations: int = 0
     refused_in_row: int = 0
     tokens: int = 0
     elapsed_s: float = 0.0
     pending: Pending | None = None
+    seen: CallsSeen = field(default_factory=CallsSeen)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -88,9 +110,10 @@ class LoopState:
             "tokens": self.tokens,
             "elapsed_s": self.elapsed_s,
             "pending": None if self.pending is None else self.pending.to_dict(),
+            "calls_seen": self.seen.to_dict(),
         }
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> LoopState:
-        pending = data["pending"]
-        return cls(data["generations"], data["refused_in_row"], data["tokens"], data["elapsed_s"], None if pending is None else Pending.from_dict(pending))
+        pending = None if data["pending"] is None else Pending.from_dict(data["pending"])
+        return cls(data["generations"], data["refused_in_row"], data["tokens"], data["elapsed_s"], pending, CallsSeen.from_dict(data.get("calls_seen")))

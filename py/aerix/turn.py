@@ -34,6 +34,7 @@ __all__ = [
     "nests_too_deep",
     "parse_turn",
     "refused_note",
+    "repeated_note",
     "results_message",
     "system_message",
     "turn_schema",
@@ -261,6 +262,12 @@ def refused_note(reason: str) -> str:
 
 def cut_note(max_tokens: int) -> str:
     return f"Your last turn was cut off at {max_tokens} tokens before it ended. Write a shorter turn."
+
+
+def repeated_note(tool: str, earlier: str, text: str) -> str:
+    """The result of a call that repeats ``earlier`` (same tool, equal input): its result ``text``
+    after a note saying the tool did not run again."""
+    return f"Already called: {earlier} had the same tool and input, so {tool} did not run again. Its result follows; use it instead of calling again.\n{text}"
 
 
 # Chat-template control tokens (ChatML and the Llama 3 family's <|...|>, Gemma's turn markers,

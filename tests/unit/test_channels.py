@@ -9,7 +9,7 @@ import inspect
 import pytest
 from helpers import Crash, CrashingStore, calls, collect, final
 
-from aerix import AerixError, Agent, Message, console_channel, tool
+from aerix import AerixError, Agent, Limits, Message, console_channel, tool
 from aerix.page import create_agent, js_channel
 from aerix.stores import MemoryStore
 from aerix.testing import ScriptedModel
@@ -100,7 +100,8 @@ def test_bad_channels_are_refused_when_the_agent_is_built():
 
 async def test_without_a_store_every_emit_is_sent():
     team = Recorder()
-    agent = Agent(model=ScriptedModel([say(), say(), final("ok"), say(), final("ok")]), tools=[notify], channels=[team])
+    # the repeat guard off: with it, the second identical call would be answered from the first
+    agent = Agent(model=ScriptedModel([say(), say(), final("ok"), say(), final("ok")]), tools=[notify], channels=[team], limits=Limits(repeat_calls=None))
     await collect(agent.run("go"))
     await collect(agent.run("again"))
     assert [m.body for m in team.sent] == ["Lunch at one."] * 3
@@ -163,7 +164,8 @@ async def test_the_same_message_twice_is_sent_twice_from_one_call_or_two():
 
     double = tool(name="double", description="Sends twice.", input={}, run=twice)
     team = Recorder()
-    agent = Agent(model=ScriptedModel([calls(("double", {}), ("double", {})), final("ok")]), tools=[double], channels=[team], store=MemoryStore())
+    limits = Limits(repeat_calls=None)  # the guard off, so the identical second call runs
+    agent = Agent(model=ScriptedModel([calls(("double", {}), ("double", {})), final("ok")]), tools=[double], channels=[team], store=MemoryStore(), limits=limits)
     events = await collect(agent.run("go"))
     assert [r.text for r in results(events)] == ["2", "2"]
     assert len(team.sent) == 4 and len({m.key for m in team.sent}) == 4

@@ -33,9 +33,16 @@ replies = st.one_of(
 
 
 @settings(max_examples=150, deadline=None)
-@given(script=st.lists(replies, max_size=12), turns_limit=st.integers(1, 6), retries=st.integers(0, 3), constrain=st.booleans())
-def test_any_model_output_yields_exactly_one_ending(script, turns_limit, retries, constrain):
-    agent = Agent(model=ScriptedModel(script), tools=TOOLS, limits=Limits(turns=turns_limit, retries=retries), constrain=constrain)
+@given(
+    script=st.lists(replies, max_size=12),
+    turns_limit=st.integers(1, 6),
+    retries=st.integers(0, 3),
+    repeat_calls=st.sampled_from([None, 0, 1]),
+    constrain=st.booleans(),
+)
+def test_any_model_output_yields_exactly_one_ending(script, turns_limit, retries, repeat_calls, constrain):
+    limits = Limits(turns=turns_limit, retries=retries, repeat_calls=repeat_calls)
+    agent = Agent(model=ScriptedModel(script), tools=TOOLS, limits=limits, constrain=constrain)
     events = run_coroutine(collect(agent.run("go")))
     ends = endings(events)
     assert len(ends) == 1 and events[-1] is ends[0]

@@ -12,8 +12,10 @@ The package: ``record.py`` (the record), ``book.py`` (what the loop writes), ``l
                  keys are kept as ``<kind>:<id>/<key>``, so another invoker's same key is another run
     concurrency_key, source   as given to ``start``/``run`` (or None)
     checkpoint   {messages, calls_made, taint, generations, refused_in_row, tokens, elapsed_s,
-                 pending}: the conversation and the loop's state after its last generation or
-                 tool result (None: not started); ``pending`` is ``state.Pending.to_dict()``
+                 pending, calls_seen}: the conversation and the loop's state after its last
+                 generation or tool result (None: not started); ``pending`` is
+                 ``state.Pending.to_dict()``, ``calls_seen`` ``state.CallsSeen.to_dict()`` (the
+                 repeat guard's memory; a checkpoint without it reads as a run with none)
     ending       the ending event as a dict, once the run has ended
     approvals    approval id -> {id, call_id, title, body, created_at, timeout_s, decision};
                  decision {approved, reason, approver, answered_at}: an answer after
@@ -21,7 +23,7 @@ The package: ``record.py`` (the record), ``book.py`` (what the loop writes), ``l
 
 Statuses: ``queued`` (created, not started), ``running``, ``waiting`` (an approval is pending),
 ``interrupted`` (its page went away mid-run), and the ended ``completed`` (a final answer),
-``failed`` (ended turns, retries, error, timeout or tokens) and ``cancelled`` (aborted).
+``failed`` (ended turns, retries, error, timeout, tokens or loop) and ``cancelled`` (aborted).
 
 A store that fails (raises) inside a run ends the run ``error`` with ``store failed: ...``; the
 record keeps its last checkpoint, so once the store works again ``recover`` offers the run. Outside

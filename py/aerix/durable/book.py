@@ -108,7 +108,8 @@ class Durable:
         """An effect tool's result: recorded once, reused on resume; a failure is not recorded.
 
         The key is made from the checked input: ``tool.effect_key(input)``, or by default the
-        run, the call and the input (so two identical calls in one turn are two effects)."""
+        run, the call and the input (so two identical calls in one turn are two effects, when the
+        repeat guard lets the second run: ``Limits(repeat_calls=None)``)."""
         try:
             checked = tool.check(input)
         except ValueError as e:

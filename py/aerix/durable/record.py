@@ -8,7 +8,7 @@ from typing import Any, Literal
 
 from ..errors import AerixError
 from ..events import End, Final, event_from_dict
-from ..state import Pending
+from ..state import CallsSeen, Pending
 
 __all__ = ["ENDED", "VERSION", "RunRecord", "RunStatus", "status_of_ending"]
 
@@ -142,7 +142,20 @@ def _unreadable_checkpoint(checkpoint: dict[str, Any]) -> str | None:
     pending = checkpoint.get("pending")
     if pending is not None and not _pending_reads(pending):
         return f"has a pending turn {_short(pending)} that does not read"
+    seen = checkpoint.get("calls_seen")
+    if seen is not None and not _seen_reads(seen):
+        return f"has calls seen {_short(seen)} that do not read"
     return None
+
+
+def _seen_reads(seen: Any) -> bool:
+    try:
+        read = CallsSeen.from_dict(seen)
+    except (KeyError, TypeError, ValueError, AttributeError):
+        return False
+    answered_ok = all(isinstance(k, str) and isinstance(i, str) and isinstance(text, str) for k, (i, text) in read.answered.items())
+    in_row_ok = isinstance(read.in_row, int) and not isinstance(read.in_row, bool) and read.in_row >= 0
+    return answered_ok and in_row_ok and (read.last is None or isinstance(read.last, str))
 
 
 def _pending_reads(pending: Any) -> bool:

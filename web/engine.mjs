@@ -199,6 +199,8 @@ export async function loadEngine({
  * @property {object|null} [constraint] a JSON Schema every reply must match (llama.cpp turns it into a grammar)
  * @property {AbortSignal} [signal] stops the generation when it aborts
  * @property {object} [generation] sampling settings passed to the engine as they are (temperature, top_p, seed, ...)
+ * @property {number} [top_logprobs] ask for log-probabilities: each generated token's `top_logprobs` likeliest
+ *   tokens (llama.cpp's `n_probs`, the model's own distribution before sampling), yielded as `logprobs` deltas
  * @property {number} [batchMs=0] wait at least this long between two text deltas, joining the text that
  *   arrives meanwhile (the first delta and the last are never held back). For consumers that pay for
  *   each delta: the Python bridge does, one crossing into Python and one back out per delta.
@@ -206,6 +208,7 @@ export async function loadEngine({
 
 /**
  * @typedef {{type: "text", text: string}
+ *   | {type: "logprobs", content: {token: string, logprob: number, top_logprobs: {token: string, logprob: number}[]}[]}
  *   | {type: "done", finish_reason: "stop"|"length",
  *      usage: {prompt_tokens: number, completion_tokens: number, cached_tokens: number}}} Delta
  */
@@ -219,7 +222,7 @@ function chat(wllama, requests, messages, options, promptMode) {
   const turns = Array.from(messages, (m) => ({ role: String(m.role), content: String(m.content) }));
   return (async function* () {
     const request = buildRequest(turns, opts, await promptMode);
-    yield* generate(wllama, requests, request, opts.signal, Number(opts.batchMs) || 0);
+    yield* generate(wllama, requests, request, opts.signal, Number(opts.batchMs) || 0, opts.top_logprobs > 0);
   })();
 }
 
@@ -228,7 +231,7 @@ function chat(wllama, requests, messages, options, promptMode) {
  * calls `return()`) must abort too, or llama.cpp keeps generating in the
  * background and slows every later call.
  */
-async function* generate(wllama, requests, request, signal, batchMs) {
+async function* generate(wllama, requests, request, signal, batchMs, withLogprobs = false) {
   const controller = new AbortController();
   const unlink = linkSignal(signal, controller);
   const chunks = [];
@@ -286,6 +289,7 @@ async function* generate(wllama, requests, request, signal, batchMs) {
       // Whatever arrived while the consumer was busy goes out as one delta: each delta costs a
       // crossing into Python and back, so a slow consumer gets fewer, larger deltas.
       let text = "";
+      const logprobs = [];
       for (const chunk of chunks.splice(0)) {
         // Chat chunks: the first carries only the role (content null). Text chunks carry `text`.
         // The usage chunk may have no choices.
@@ -293,11 +297,14 @@ async function* generate(wllama, requests, request, signal, batchMs) {
         if (choice?.finish_reason) finish_reason = choice.finish_reason;
         if (chunk.usage) usage = chunk.usage;
         text += choice?.delta?.content ?? choice?.text ?? "";
+        // Only when the caller asked (top_logprobs): each token's chunk carries them, on both endpoints.
+        if (withLogprobs && Array.isArray(choice?.logprobs?.content)) logprobs.push(...choice.logprobs.content);
       }
       if (text) {
         yield { type: "text", text };
         lastYield = performance.now();
       }
+      if (logprobs.length > 0) yield { type: "logprobs", content: logprobs };
     }
     if (failure) throw engineError(failure);
     yield {
@@ -316,7 +323,7 @@ async function* generate(wllama, requests, request, signal, batchMs) {
   }
 }
 
-function buildRequest(turns, { max_tokens, constraint: schema, generation }, promptMode) {
+function buildRequest(turns, { max_tokens, constraint: schema, generation, top_logprobs }, promptMode) {
   const request = {
     ...(generation ?? {}),
     ...(promptMode === "text" ? { prompt: chatmlPrompt(turns) } : { messages: turns }),
@@ -325,6 +332,11 @@ function buildRequest(turns, { max_tokens, constraint: schema, generation }, pro
     stream_options: { include_usage: true },
   };
   if (max_tokens != null) request.max_tokens = max_tokens;
+  if (top_logprobs > 0) {
+    // llama.cpp reads n_probs on both endpoints; its chat endpoint wants the OpenAI pair as well
+    request.n_probs = top_logprobs;
+    if (promptMode !== "text") Object.assign(request, { logprobs: true, top_logprobs });
+  }
   if (schema && promptMode === "text") {
     request.json_schema = schema; // the completion endpoint ignores response_format
   } else if (schema) {

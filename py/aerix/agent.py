@@ -19,6 +19,7 @@ from .agent_state import AgentState, state_tools as tools_for_state
 from .artifacts import Artifact, File, RunArtifacts, attachments_note, check_attachments, list_artifacts, not_found, read_artifact
 from .durable import RunRecord, Runs
 from .channels import Channel, check_channels
+from .choose import choose as choose_among
 from .errors import AerixError
 from .events import End, Event, Final, Interrupted, Waiting
 from .limits import Hooks, Limits
@@ -210,6 +211,14 @@ class Agent:
         """Run to the ending. A final returns an :class:`Answer`; any other ending raises
         ``AerixError(kind="end")`` with its ``reason`` and ``events``."""
         return await _answer(self.run(prompt, signal, invoker=invoker, attachments=attachments), self.output)
+
+    async def choose(self, question: str, options: Sequence[str], signal: Any = None, *, top_logprobs: int = 20) -> dict[str, float]:
+        """The model's probability of each option as the answer to ``question``, from the
+        engine's log-probabilities, normalised over the options (they sum to 1), e.g. to route a
+        request to one of several agents. One generation apart from the conversation, which
+        stays as it was; ``signal`` and ``Limits.timeout_s`` stop it. An engine without
+        log-probabilities is an ``options`` error. See :mod:`aerix.choose` for the method."""
+        return await choose_among(self, question, options, signal, top_logprobs)
 
     async def artifact(self, artifact_id: str) -> tuple[Artifact, bytes]:
         """An artifact of any of this agent's runs and its bytes; a missing one is

@@ -14,16 +14,25 @@ A model is anything with ``chat(messages, options) -> AsyncIterator[dict]``::
 sampling settings, passed on as they are) and ``time_left_s`` (the seconds left before the run's
 ``timeout_s`` when the generation starts, or ``None`` without a timeout: a model that waits, e.g.
 for a busy server, waits no longer). The iterator yields ``text`` deltas and ends with one
-``done``. An engine failure raises (``AerixError(kind="engine")`` if the model can say so, any
+``done``.
+
+Log-probabilities are optional. ``options["top_logprobs"] = k`` (a key only ``Agent.choose``
+sets; absent otherwise) asks for them: a model that can yields, before its ``done``, ``logprobs``
+deltas ``{"type": "logprobs", "content": [{"token", "logprob", "top_logprobs": [{"token",
+"logprob"}, ...]}, ...]}``, one entry per generated token in order (the OpenAI shape), each with
+the ``k`` likeliest tokens at that position, likeliest first. A model that cannot ignores the key
+and yields none (``Agent.choose`` then says so); without the key a model yields none.
+
+An engine failure raises (``AerixError(kind="engine")`` if the model can say so, any
 exception otherwise); a generation that was unusable while the engine is fine raises
 ``AerixError(kind="output")``; a stop on the signal raises ``AerixError(kind="abort")``.
 """
 
 from __future__ import annotations
 
-from typing import Any, AsyncIterator, Literal, Protocol, TypedDict, Union, runtime_checkable
+from typing import Any, AsyncIterator, Literal, NotRequired, Protocol, TypedDict, Union, runtime_checkable
 
-__all__ = ["ChatOptions", "Delta", "Done", "Model", "TextDelta", "UsageCounts"]
+__all__ = ["ChatOptions", "Delta", "Done", "LogprobsDelta", "Model", "TextDelta", "TokenLogprobs", "TopLogprob", "UsageCounts"]
 
 
 class UsageCounts(TypedDict):
@@ -43,7 +52,25 @@ class Done(TypedDict):
     usage: UsageCounts
 
 
-Delta = Union[TextDelta, Done]
+class TopLogprob(TypedDict):
+    token: str
+    logprob: float
+
+
+class TokenLogprobs(TypedDict):
+    """One generated token: its text, its log-probability, and the likeliest tokens there."""
+
+    token: str
+    logprob: float
+    top_logprobs: list[TopLogprob]
+
+
+class LogprobsDelta(TypedDict):
+    type: Literal["logprobs"]
+    content: list[TokenLogprobs]
+
+
+Delta = Union[TextDelta, LogprobsDelta, Done]
 
 
 class ChatOptions(TypedDict):
@@ -52,6 +79,7 @@ class ChatOptions(TypedDict):
     signal: Any
     generation: dict[str, Any]
     time_left_s: float | None
+    top_logprobs: NotRequired[int]
 
 
 @runtime_checkable

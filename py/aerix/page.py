@@ -83,6 +83,12 @@ class PageAgent:
         return _views(signal, lambda abort: _attached(attachments, lambda files: start(abort, files)))
 
     @js_facing
+    async def choose(self, question: str, options: list[str], signal: Any = None, top_logprobs: int | None = None) -> dict[str, float]:
+        """``{option: score}``, the scores summing to 1 (``Agent.choose``); ``signal`` an
+        ``AbortSignal`` or nothing."""
+        return await self.agent.choose(question, options, signal, top_logprobs=20 if top_logprobs is None else top_logprobs)
+
+    @js_facing
     async def artifact(self, artifact_id: str) -> dict[str, Any] | None:
         """``{meta, data}`` (``data`` a ``Uint8Array``), or null when there is no such artifact
         (aerix.mjs throws ``artifact_not_found`` then)."""

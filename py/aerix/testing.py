@@ -12,6 +12,11 @@ Usage is counted in characters as if each were a token: ``prompt_tokens`` is the
 rendered conversation and ``cached_tokens`` the length it shares with the previous call's
 conversation plus reply — a stand-in for an engine's prefix cache, so tests can see when a
 conversation stops being byte-stable.
+
+Log-probabilities, for ``Agent.choose``: ``Reply("A", logprobs=[{"A": -0.1, "B": -2.4}])`` gives
+each generated token's likeliest tokens and their log-probabilities (the token generated is the
+likeliest). They are yielded only when the call asks (``options["top_logprobs"]``), the ``k``
+likeliest of each, likeliest first; a reply without them yields none, like an engine without them.
 """
 
 from __future__ import annotations
@@ -20,7 +25,7 @@ import asyncio
 import copy
 import inspect
 from dataclasses import dataclass, field
-from typing import Any, AsyncIterator, Callable, Literal, Sequence, Union
+from typing import Any, AsyncIterator, Callable, Literal, Mapping, Sequence, Union
 
 from .abort import is_aborted
 from .errors import AerixError
@@ -30,11 +35,13 @@ __all__ = ["ModelCall", "Reply", "ScriptedModel"]
 
 @dataclass(frozen=True)
 class Reply:
-    """One scripted generation: its text, streamed ``chunk`` characters at a time, and how it ends."""
+    """One scripted generation: its text, streamed ``chunk`` characters at a time, and how it ends;
+    ``logprobs``: per generated token, its likeliest tokens and their log-probabilities."""
 
     text: str
     finish_reason: Literal["stop", "length"] = "stop"
     chunk: int | None = None
+    logprobs: Sequence[Mapping[str, float]] | None = None
 
 
 @dataclass
@@ -81,6 +88,9 @@ class ScriptedModel:
             await asyncio.sleep(0)  # let other tasks run between deltas, as a real engine does
         if is_aborted(signal):
             raise AerixError("abort", "the generation was aborted")
+        k = options.get("top_logprobs")
+        if k and reply.logprobs is not None:
+            yield {"type": "logprobs", "content": [_token(top, k) for top in reply.logprobs]}
         rendered = _render(messages)
         cached = _common_prefix(rendered, self._last)
         self._last = rendered + reply.text
@@ -98,6 +108,13 @@ class ScriptedModel:
         if n > len(self.script):
             raise AerixError("engine", f"ScriptedModel: asked for generation {n}, but the script has {len(self.script)}")
         return self.script[n - 1]
+
+
+def _token(top: Mapping[str, float], k: int) -> dict[str, Any]:
+    """One token's entry in the OpenAI shape: the likeliest token, and the ``k`` likeliest."""
+    ranked = sorted(top.items(), key=lambda item: -item[1])
+    token, logprob = ranked[0] if ranked else ("", 0.0)
+    return {"token": token, "logprob": logprob, "top_logprobs": [{"token": t, "logprob": p} for t, p in ranked[:k]]}
 
 
 def _render(messages: list[dict[str, str]]) -> str:

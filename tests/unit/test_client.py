@@ -16,11 +16,13 @@ from aerix.engines.openai import (
     DONE,
     ERROR,
     EVENT_TYPES,
+    LOGPROBS,
     TOOL_CALL_DELTA,
     TOOL_CALL_END,
     TOOL_CALL_START,
     ChatClient,
     ContentDelta,
+    Logprobs,
     MockTransport,
     Response,
     StreamDone,
@@ -76,16 +78,18 @@ def assert_one_ending_last(events):
 # -- the event shapes ----------------------------------------------------------------------
 
 
-def test_six_event_types_are_published_as_constants():
-    assert EVENT_TYPES == ("delta", "tool_call_start", "tool_call_delta", "tool_call_end", "done", "error")
-    assert (DELTA, TOOL_CALL_START, TOOL_CALL_DELTA, TOOL_CALL_END, DONE, ERROR) == EVENT_TYPES
+def test_seven_event_types_are_published_as_constants():
+    assert EVENT_TYPES == ("delta", "tool_call_start", "tool_call_delta", "tool_call_end", "logprobs", "done", "error")
+    assert (DELTA, TOOL_CALL_START, TOOL_CALL_DELTA, TOOL_CALL_END, LOGPROBS, DONE, ERROR) == EVENT_TYPES
     assert STOP_REASONS == ("stop", "length", "tool_calls", "cancelled", "closed")
-    shapes = [ContentDelta("x"), ToolCallStart("c", "n"), ToolCallDelta("c", "{"), ToolCallEnd("c"), StreamDone("stop"), StreamError("m")]
+    token = {"token": "A", "logprob": -0.1, "top_logprobs": []}
+    shapes = [ContentDelta("x"), ToolCallStart("c", "n"), ToolCallDelta("c", "{"), ToolCallEnd("c"), Logprobs([token]), StreamDone("stop"), StreamError("m")]
     assert [e.to_dict() for e in shapes] == [
         {"type": "delta", "content": "x"},
         {"type": "tool_call_start", "id": "c", "name": "n"},
         {"type": "tool_call_delta", "id": "c", "args": "{"},
         {"type": "tool_call_end", "id": "c"},
+        {"type": "logprobs", "content": [token]},
         {"type": "done", "stop_reason": "stop", "usage": None},
         {"type": "error", "message": "m", "code": None, "problem": None},
     ]
@@ -273,6 +277,17 @@ async def test_recorded_llama_server_streams():
             code=400,
         )
     ]
+
+
+async def test_a_choices_logprobs_are_one_event_after_its_text():
+    events, _ = await stream(recorded("llama-server-logprobs.sse"))
+    assert [e.type for e in events] == [DELTA, LOGPROBS, DELTA, LOGPROBS, DONE]
+    first = events[1].content[0]
+    assert (first["token"], first["logprob"], len(first["top_logprobs"])) == ("B", -0.3285, 6)
+    odd = frame({"choices": [{"index": 0, "delta": {"content": "x"}, "logprobs": {"content": [7, {"token": "x", "logprob": -1}]}, "finish_reason": None}]})
+    none = frame({"choices": [{"index": 0, "delta": {"content": "y"}, "logprobs": {"content": []}, "finish_reason": None}]})
+    events, _ = await stream(odd + none + frame({"choices": [{"index": 0, "delta": {}, "logprobs": None, "finish_reason": "stop"}]}))
+    assert events[:3] == [ContentDelta("x"), Logprobs([{"token": "x", "logprob": -1}]), ContentDelta("y")]
 
 
 # -- termination ---------------------------------------------------------------------------

@@ -277,3 +277,14 @@ async def test_a_recorded_llama_server_turn_drives_the_agent():
     assert kinds(events) == ["turn", "call", "result", "turn", "final"]
     usage = [e for e in events if e.type == "usage"]
     assert (usage[0].prompt_tokens, usage[0].completion_tokens, usage[0].cached_tokens) == (516, 68, 93)
+
+
+async def test_the_openai_model_yields_logprobs_only_when_asked():
+    stream = (STREAMS / "llama-server-logprobs.sse").read_text(encoding="utf-8")
+    model, transport = model_on(stream, stream)
+    plain = await deltas(model)
+    assert [d["type"] for d in plain] == ["text", "text", "done"] and "logprobs" not in transport.requests[0].json()
+    asked = await deltas(model, {**OPTIONS, "top_logprobs": 6})
+    assert transport.requests[1].json()["logprobs"] is True and transport.requests[1].json()["top_logprobs"] == 6
+    assert [d["type"] for d in asked] == ["text", "logprobs", "text", "logprobs", "done"]
+    assert asked[1]["content"][0]["top_logprobs"][1] == {"id": 32, "token": "A", "bytes": [65], "logprob": -1.6402}

@@ -57,3 +57,11 @@ async def test_stops_when_its_signal_is_aborted():
     with pytest.raises(AerixError) as e:
         await stream.__anext__()
     assert e.value.kind == "abort"
+
+
+async def test_scripted_logprobs_come_only_when_asked_and_k_at_most():
+    model = ScriptedModel([Reply("A", logprobs=[{"B": -2.0, "A": -0.1, "C": -3.0}])] * 2)
+    plain = await collect(model.chat([], OPTIONS))
+    assert [d["type"] for d in plain] == ["text", "done"]
+    asked = await collect(model.chat([], {**OPTIONS, "top_logprobs": 2}))
+    assert asked[1] == {"type": "logprobs", "content": [{"token": "A", "logprob": -0.1, "top_logprobs": [{"token": "A", "logprob": -0.1}, {"token": "B", "logprob": -2.0}]}]}

@@ -3,9 +3,10 @@
     from aerix.engines.js import page_model
     agent = Agent(model=page_model(), tools=[...])    # the engine aerix.mjs booted
 
-The JS side (``web/engine.mjs``) yields ``{type: "text"}`` deltas and one ``done``; a stop on
-the signal throws ``AbortError`` and an unusable generation ``EngineBadOutput``, which arrive
-here as ``AerixError`` kinds ``abort`` and ``output``.
+The JS side (``web/engine.mjs``) yields ``{type: "text"}`` deltas and one ``done``, and
+``{type: "logprobs"}`` deltas when ``options["top_logprobs"]`` asks (it crosses with the other
+options; see :mod:`aerix.model`). A stop on the signal throws ``AbortError`` and an unusable
+generation ``EngineBadOutput``, which arrive here as ``AerixError`` kinds ``abort`` and ``output``.
 
 Values cross through ``aerix._js`` only: messages and options are converted once on the way in
 (the turn schema once per schema, not per generation), each delta once on the way out. The

@@ -1,4 +1,4 @@
-"""The streaming client for OpenAI-compatible ``/chat/completions`` servers, normalised to six events.
+"""The streaming client for OpenAI-compatible ``/chat/completions`` servers, normalised to seven events.
 
     client = ChatClient("http://127.0.0.1:8080/v1", "my-model")
     async for ev in client.stream_chat(messages, tools=[weather], system_prompt="Be brief.", signal=signal):
@@ -7,7 +7,7 @@
 
 Any server that speaks the protocol works the same: llama.cpp's llama-server, vLLM, Ollama,
 OpenAI. The events (``ContentDelta``, ``ToolCallStart``, ``ToolCallDelta``, ``ToolCallEnd``,
-``StreamDone``, ``StreamError``: one union ``StreamEvent``) and the rules that make them from
+``Logprobs``, ``StreamDone``, ``StreamError``: one union ``StreamEvent``) and the rules that make them from
 what the server sends are in ``aerix.engines.openai.stream``; the framing is ours
 (``aerix.engines.openai.sse``); the network is a transport (``aerix.engines.openai.transports``).
 

@@ -7,7 +7,10 @@
 Each generation is one streamed ``/chat/completions`` request (``ChatClient``). The turn
 schema goes as ``response_format: {"type": "json_schema", "json_schema": {"name": "turn",
 "schema": ..., "strict": true}}``; ``max_tokens`` and the agent's ``generation`` settings go
-as they are (``temperature`` only when set). The ending maps to the protocol:
+as they are (``temperature`` only when set). ``options["top_logprobs"] = k`` (``Agent.choose``)
+sends ``logprobs: true, top_logprobs: k``, and each ``Logprobs`` event of the stream is yielded
+as a ``logprobs`` delta; without that key none is yielded, whatever the server sends. The ending
+maps to the protocol:
 
     done stop                 -> done finish_reason "stop"
     done length               -> done finish_reason "length" (the loop retries a cut turn)
@@ -38,7 +41,7 @@ from ...errors import AerixError
 from .backoff import Backoff
 from .client import ChatClient
 from .redact import shown_url
-from .stream import DELTA, DONE, ERROR, TOOL_CALL_START
+from .stream import DELTA, DONE, ERROR, LOGPROBS, TOOL_CALL_START
 from .transports.base import Transport
 
 __all__ = ["OpenAIModel", "usage_counts"]
@@ -100,6 +103,8 @@ class OpenAIModel:
         """The body fields one generation sends besides the client's own."""
         body: dict[str, Any] = {**self.params, **(options.get("generation") or {})}
         body["max_tokens"] = options["max_tokens"]
+        if options.get("top_logprobs"):
+            body["logprobs"], body["top_logprobs"] = True, options["top_logprobs"]
         constraint = options.get("constraint")
         if constraint is not None:
             body["response_format"] = {
@@ -113,10 +118,13 @@ class OpenAIModel:
             messages, signal=options.get("signal"), params=self.body(options), time_left_s=options.get("time_left_s"),
         )
         native_call = False
+        logprobs = bool(options.get("top_logprobs"))
         async with aclosing(stream) as events:
             async for ev in events:
                 if ev.type == DELTA:
                     yield {"type": "text", "text": ev.content}
+                elif ev.type == LOGPROBS and logprobs:
+                    yield {"type": "logprobs", "content": ev.content}
                 elif ev.type == TOOL_CALL_START:
                     native_call = True
                 elif ev.type == ERROR:

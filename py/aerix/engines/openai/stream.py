@@ -1,23 +1,28 @@
 """The client's stream events, and the rules that turn a server's chunks into them.
 
-One union ``StreamEvent`` of six frozen dataclasses; each has a ``type`` (the constants below)
+One union ``StreamEvent`` of seven frozen dataclasses; each has a ``type`` (the constants below)
 and ``to_dict()``:
 
     ContentDelta   delta            {content}                  a piece of the reply's text
     ToolCallStart  tool_call_start  {id, name}                 the model began a native tool call
     ToolCallDelta  tool_call_delta  {id, args}                 a fragment of that call's argument JSON
     ToolCallEnd    tool_call_end    {id}                       the call's arguments are complete
+    Logprobs       logprobs         {content}                  generated tokens' log-probabilities (when asked)
     StreamDone     done             {stop_reason, usage}       the ending: stop | length | tool_calls | cancelled | closed
     StreamError    error            {message, code, problem}   the other ending: the request or the stream failed
 
 These are the HTTP stream's words, one level below the model protocol of ``aerix.model``
-(whose ``TextDelta`` and ``Done`` are what ``OpenAIModel`` makes of ``ContentDelta`` and
-``StreamDone``); the names differ so that the two cannot be mistaken for each other.
+(whose ``TextDelta``, ``LogprobsDelta`` and ``Done`` are what ``OpenAIModel`` makes of
+``ContentDelta``, ``Logprobs`` and ``StreamDone``); the names differ so that the two cannot be mistaken for each other.
 
 The rules, each with a test in ``tests/unit/test_client.py``:
 
 - Tool-call fragments are keyed by the provider's ``delta.tool_calls[].index`` (the ``id``
   comes only in a call's first fragment; a call without one is ``call_<n>``).
+- A choice's ``logprobs.content`` (a server sends it when the request asked ``logprobs: true``)
+  is one ``logprobs`` event after that chunk's text, its objects as the server sent them
+  (``{token, logprob, bytes, top_logprobs: [{token, logprob, bytes}]}``); an empty or missing
+  list is no event.
 - Exactly one ending, always last. Before ``done``, every call still open gets its
   ``tool_call_end``. The endings: ``[DONE]``; a ``finish_reason`` of ``stop``, ``length`` or
   ``tool_calls`` (after it the stream is read on only for the usage chunk that servers send
@@ -41,8 +46,8 @@ from ...turn import nests_too_deep
 from .sse import ServerSentEvent
 
 __all__ = [
-    "StreamEvent", "ContentDelta", "ToolCallStart", "ToolCallDelta", "ToolCallEnd", "StreamDone", "StreamError",
-    "DELTA", "TOOL_CALL_START", "TOOL_CALL_DELTA", "TOOL_CALL_END", "DONE", "ERROR", "EVENT_TYPES", "STOP_REASONS",
+    "StreamEvent", "ContentDelta", "ToolCallStart", "ToolCallDelta", "ToolCallEnd", "Logprobs", "StreamDone", "StreamError",
+    "DELTA", "TOOL_CALL_START", "TOOL_CALL_DELTA", "TOOL_CALL_END", "LOGPROBS", "DONE", "ERROR", "EVENT_TYPES", "STOP_REASONS",
     "collect_tool_calls",
 ]
 
@@ -50,9 +55,10 @@ DELTA: Final = "delta"
 TOOL_CALL_START: Final = "tool_call_start"
 TOOL_CALL_DELTA: Final = "tool_call_delta"
 TOOL_CALL_END: Final = "tool_call_end"
+LOGPROBS: Final = "logprobs"
 DONE: Final = "done"
 ERROR: Final = "error"
-EVENT_TYPES = (DELTA, TOOL_CALL_START, TOOL_CALL_DELTA, TOOL_CALL_END, DONE, ERROR)
+EVENT_TYPES = (DELTA, TOOL_CALL_START, TOOL_CALL_DELTA, TOOL_CALL_END, LOGPROBS, DONE, ERROR)
 
 StopReason = Literal["stop", "length", "tool_calls", "cancelled", "closed"]
 STOP_REASONS: tuple[str, ...] = ("stop", "length", "tool_calls", "cancelled", "closed")
@@ -106,6 +112,15 @@ class ToolCallEnd(_StreamEventBase):
 
 
 @dataclass(frozen=True)
+class Logprobs(_StreamEventBase):
+    """The log-probabilities of generated tokens, one object per token in order, as the server
+    sent them (``{token, logprob, top_logprobs: [{token, logprob}, ...]}`` in OpenAI's shape)."""
+
+    content: list[dict[str, Any]]
+    type: Literal["logprobs"] = field(default=LOGPROBS, init=False)
+
+
+@dataclass(frozen=True)
 class StreamDone(_StreamEventBase):
     """The stream ended. ``usage`` is the server's last usage object as it sent it, or ``None``."""
 
@@ -125,7 +140,7 @@ class StreamError(_StreamEventBase):
     type: Literal["error"] = field(default=ERROR, init=False)
 
 
-StreamEvent = Union[ContentDelta, ToolCallStart, ToolCallDelta, ToolCallEnd, StreamDone, StreamError]
+StreamEvent = Union[ContentDelta, ToolCallStart, ToolCallDelta, ToolCallEnd, Logprobs, StreamDone, StreamError]
 
 
 def collect_tool_calls(events: Sequence[StreamEvent]) -> list[dict[str, str]]:
@@ -199,6 +214,10 @@ class StreamState:
         content = delta.get("content")
         if isinstance(content, str) and content:
             events.append(ContentDelta(content))
+        logprobs = choice.get("logprobs")
+        tokens = logprobs.get("content") if isinstance(logprobs, dict) else None
+        if isinstance(tokens, list) and any(isinstance(t, dict) for t in tokens):
+            events.append(Logprobs([t for t in tokens if isinstance(t, dict)]))
         for position, call in enumerate(tool_calls):
             if isinstance(call, dict):
                 events.extend(self._tool_call(position, call))

@@ -1,0 +1,198 @@
+"""Routing by scores: the model's probability of each option as the answer (``Agent.choose``).
+
+    scores = await router.choose("Will it rain in Porto tomorrow?", ["weather", "calendar"])
+    # {"weather": 0.93, "calendar": 0.07}: normalised over the options, they sum to 1
+    helper = helpers[max(scores, key=scores.get)]
+
+The method: one generation, apart from the conversation (which it neither sends nor changes).
+The system message is the agent's instructions and one rule; the user message is the question
+and the options labelled A, B, C, ... (:func:`choice_messages`). The engine is asked for the
+log-probabilities of the reply's first tokens (``options["top_logprobs"]``, see
+:mod:`aerix.model`) with no constraint and ``max_tokens`` 4. At the first token that is not
+blank, each label's probability is read from the likeliest tokens the engine lists there (a
+token that is the label with blanks around it counts for it: ``"A"`` and ``" A"`` are one
+answer). A label the list leaves out gets the floor: the most it could have, the smaller of the
+least likely listed token's probability and the mass the list leaves out. The scores are those
+probabilities normalised over the options (:func:`scores_from`).
+
+Limits, said plainly: it reads the model's first answer token only, so it suits a model that
+answers an instruction with the letter first (a reasoning model must have its thinking off, a
+model trained only to write aerix turns, like the demo's bundled one, gives scores that mean
+nothing); with many options, or ``top_logprobs`` small, several labels may share the floor.
+llama.cpp (in-page or ``llama-server``) reports the model's own distribution, before the sampling
+settings (other servers may report it after them); OpenAI caps ``top_logprobs`` at 20, and so
+does vLLM by default.
+
+Errors: bad arguments are ``options``; a model that yields no log-probabilities is ``options``
+too (the fix is another engine); a reply whose first token has no option's label among its
+alternatives is ``output``; the signal or the agent's ``Limits.timeout_s`` stopping it is
+``abort``; an engine failure is ``engine``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+from contextlib import aclosing
+from typing import TYPE_CHECKING, Any, AsyncGenerator, Sequence
+
+from .abort import Abort
+from .calls import StepInterrupted, until_aborted
+from .errors import AerixError, describe
+
+if TYPE_CHECKING:
+    from .agent import Agent
+
+__all__ = ["LABELS", "MAX_TOKENS", "choice_messages", "choose", "scores_from"]
+
+LABELS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"  # one per option; a capital letter is one token in the tokenizers we know
+MAX_TOKENS = 4  # room for a blank token or two before the label; only the first other token is read
+_RULE = "Answer with the letter of one option and nothing else."
+_NO_LOGPROBS = (
+    "choose needs the engine's log-probabilities, and this model gave none: use the in-page engine "
+    "(web/engine.mjs), or an OpenAIModel on a server that returns logprobs (llama-server, vLLM, OpenAI); "
+    "a ScriptedModel gives them when its Reply has logprobs=[...]"
+)
+
+
+async def choose(agent: Agent, question: str, options: Sequence[str], signal: Any = None, top_logprobs: int = 20) -> dict[str, float]:
+    """``agent.choose``: see the module docstring."""
+    labels = _check(question, options, top_logprobs)
+    messages = choice_messages(agent.instructions, question, options)
+    abort = Abort.following(signal)
+    timeout = agent.limits.timeout_s
+    timer = None if timeout is None else asyncio.get_running_loop().call_later(timeout, abort.abort, f"choose ran past the agent's timeout_s ({timeout:g} s)")
+    request = {
+        "max_tokens": MAX_TOKENS, "constraint": None, "signal": abort, "generation": dict(agent.generation),
+        "time_left_s": timeout, "top_logprobs": top_logprobs,
+    }
+    try:
+        entries = await _generate(agent.model, messages, request, abort)
+    finally:
+        if timer is not None:
+            timer.cancel()
+        abort.close()
+    if entries is None:
+        raise AerixError("options", _NO_LOGPROBS)
+    answer = next((e for e in entries if isinstance(e, dict) and str(e.get("token", "")).strip()), None)
+    scores = None if answer is None else scores_from(answer, labels)
+    if scores is None:
+        raise AerixError("output", f"the model did not answer with an option's letter: {_seen(answer, top_logprobs)}")
+    return {option: scores[label] for option, label in zip(options, labels)}
+
+
+def choice_messages(instructions: str, question: str, options: Sequence[str]) -> list[dict[str, str]]:
+    """What the model is sent: the agent's instructions and the rule, then the labelled options."""
+    labels = LABELS[: len(options)]
+    system = f"{instructions.strip()}\n\n{_RULE}" if instructions.strip() else _RULE
+    listed = "\n".join(f"{label}. {option}" for label, option in zip(labels, options))
+    letters = f"{', '.join(labels[:-1])} or {labels[-1]}"
+    return [
+        {"role": "system", "content": system},
+        {"role": "user", "content": f"{question.strip()}\n\nOptions:\n{listed}\n\nAnswer with one letter: {letters}."},
+    ]
+
+
+def scores_from(entry: dict[str, Any], labels: Sequence[str]) -> dict[str, float] | None:
+    """Each label's share of the probability at one token (``{token, logprob, top_logprobs}``),
+    normalised over the labels; ``None`` when no label is among the tokens listed there."""
+    top = _listed(entry.get("top_logprobs"))
+    seen = dict(top)
+    sampled = _listed([entry])
+    for token, p in sampled:
+        seen.setdefault(token, p)  # the token generated, in case the list left it out
+    mass = dict.fromkeys(labels, 0.0)
+    for token, p in seen.items():
+        if token.strip() in mass:
+            mass[token.strip()] += p
+    if not any(mass.values()):
+        return None
+    # a token the list leaves out is no likelier than the least likely listed, nor than what is left
+    floor = min(min((p for _, p in top), default=0.0), max(0.0, 1.0 - sum(p for _, p in top)))
+    probs = {label: p if p > 0 else floor for label, p in mass.items()}
+    total = sum(probs.values())
+    return {label: p / total for label, p in probs.items()}
+
+
+def _listed(items: Any) -> list[tuple[str, float]]:
+    """``(token, probability)`` of each well-formed ``{token, logprob}`` item; others are skipped."""
+    out: list[tuple[str, float]] = []
+    for item in items if isinstance(items, list) else []:
+        token, logprob = (item.get("token"), item.get("logprob")) if isinstance(item, dict) else (None, None)
+        if isinstance(token, str) and isinstance(logprob, (int, float)) and not isinstance(logprob, bool) and not math.isnan(logprob):
+            out.append((token, math.exp(min(float(logprob), 0.0))))
+    return out
+
+
+async def _generate(model: Any, messages: list[dict[str, str]], request: dict[str, Any], abort: Abort) -> list[Any] | None:
+    """Run the one generation; the token entries of its ``logprobs`` deltas, or ``None`` if none came."""
+    entries: list[Any] | None = None
+    done = False
+    try:
+        async with aclosing(_deltas(model.chat(messages, request))) as deltas:
+            while not done:
+                try:
+                    delta = await until_aborted(deltas.__anext__(), abort)
+                except StopAsyncIteration:
+                    break
+                kind = delta.get("type") if isinstance(delta, dict) else None
+                if kind == "logprobs" and isinstance(delta.get("content"), list):
+                    entries = (entries or []) + delta["content"]
+                elif kind == "done":
+                    done = True
+                elif kind != "text":
+                    raise AerixError("engine", f"engine failed: the model yielded {delta!r} out of protocol")
+    except StepInterrupted:
+        pass
+    except AerixError:
+        if not abort.aborted:
+            raise
+    except Exception as e:
+        if not abort.aborted:
+            raise AerixError("engine", f"engine failed: {describe(e)}") from e
+    if abort.aborted:
+        raise AerixError("abort", abort.reason or "choose was aborted")
+    if not done:
+        raise AerixError("engine", "engine failed: the model's stream ended without a done item")
+    return entries
+
+
+async def _deltas(source: Any) -> AsyncGenerator[Any, None]:
+    """The model's deltas; closing this closes the model's iterator (a closed stream stops the engine)."""
+    if not hasattr(source, "__aiter__"):
+        raise AerixError("engine", f"model.chat must return an async iterator, got {type(source).__name__}")
+    try:
+        async for item in source:
+            yield item
+    finally:
+        close = getattr(source, "aclose", None)
+        if close is not None:
+            await close()
+
+
+def _check(question: Any, options: Any, top_logprobs: Any) -> str:
+    if not isinstance(question, str) or not question.strip():
+        raise AerixError("options", f"question must be a non-empty string, got {question!r}")
+    if isinstance(options, (str, bytes, dict)) or not isinstance(options, Sequence):
+        raise AerixError("options", f"options must be a list of strings, got {type(options).__name__}")
+    if not 2 <= len(options) <= len(LABELS):
+        raise AerixError("options", f"options must hold 2 to {len(LABELS)} strings, got {len(options)}")
+    if not all(isinstance(o, str) and o.strip() for o in options):
+        raise AerixError("options", f"each option must be a non-empty string, got {list(options)!r}")
+    stripped = [o.strip() for o in options]
+    if len(set(stripped)) != len(stripped):
+        twice = sorted({o for o in stripped if stripped.count(o) > 1})
+        raise AerixError("options", f"options must differ, but {twice} come more than once")
+    if isinstance(top_logprobs, bool) or not isinstance(top_logprobs, int) or top_logprobs < 1:
+        raise AerixError("options", f"top_logprobs must be an integer >= 1, got {top_logprobs!r}")
+    return LABELS[: len(options)]
+
+
+def _seen(answer: dict[str, Any] | None, k: int) -> str:
+    if answer is None:
+        return "the engine gave log-probabilities for no token that is not blank"
+    tokens = [token for token, _ in _listed(answer.get("top_logprobs"))] or [str(answer.get("token"))]
+    return (
+        f"none of the {k} likeliest first tokens is a label (they were {tokens[:10]!r}); choose needs a model that answers "
+        "an instruction with the letter first (a reasoning model with its thinking off)"
+    )

@@ -40,6 +40,34 @@ const TOOLS = [
 /** For profiling from the console: the engines by name. */
 export const engines = S.engines;
 
+/**
+ * P7: how long the page's main thread was unavailable while `fn` ran: the longest task the Long
+ * Tasks API reports (it reports those over 50 ms only) and the worst lateness of a 5 ms timer
+ * (which bounds shorter ones). Returns fn's value with `mainThread: {longestTaskMs, longTasks, lateMs}`.
+ */
+async function watchMainThread(fn) {
+  const tasks = [];
+  const observer = new PerformanceObserver((list) => tasks.push(...list.getEntries().map((e) => e.duration)));
+  observer.observe({ type: "longtask" });
+  let late = 0;
+  let running = true;
+  let due = performance.now() + 5;
+  const tick = () => {
+    const now = performance.now();
+    late = Math.max(late, now - due);
+    due = now + 5;
+    if (running) setTimeout(tick, 5);
+  };
+  setTimeout(tick, 5);
+  try {
+    const value = await fn();
+    return { ...value, mainThread: { longestTaskMs: Math.max(0, ...tasks), longTasks: tasks.length, lateMs: late } };
+  } finally {
+    running = false;
+    observer.disconnect();
+  }
+}
+
 /** Boot aerix on `model`; the booted engine is engine "main". */
 export async function setup({ model, nThreads = 1 }) {
   const started = performance.now();
@@ -54,6 +82,13 @@ export async function setup({ model, nThreads = 1 }) {
   await S.ai.pyodide.runPythonAsync("import sys; sys.path.insert(0, '/home/pyodide'); import aerix_bench");
   S.bench = S.ai.pyodide.pyimport("aerix_bench");
   return { ms: performance.now() - started, timings: S.ai.timings, info: S.ai.engine.info };
+}
+
+/** Boot aerix in worker mode (boot({worker: true})) on `model`: the "worker" runtime. */
+export async function setupWorker({ model, nThreads = 1 }) {
+  const started = performance.now();
+  S.w = await boot({ model, worker: true, engine: { recorder: true, nThreads } });
+  return { ms: performance.now() - started, timings: S.w.timings, info: S.w.engine.info };
 }
 
 /** Load one more engine, named `name` (same site, same options as boot's). */
@@ -76,8 +111,12 @@ function agentOn(name, options) {
   return agent;
 }
 
-/** Run a PyProxy agent as aerix.mjs's run() does; `onEvent(ev, now)` sees each event. */
+/** Run an agent (a PyProxy as aerix.mjs's run() does, or a worker-mode agent); `onEvent(ev, now)` sees each event. */
 async function runAgent(agent, prompt, onEvent) {
+  if (agent.ready) {
+    for await (const ev of agent.run(prompt)) onEvent(ev, performance.now());
+    return;
+  }
   const stream = agent.run(prompt, null);
   try {
     for await (const ev of stream) onEvent(ev, performance.now());
@@ -92,27 +131,31 @@ async function runAgent(agent, prompt, onEvent) {
  * Every final is answered with another user message (onFinal), so the run always makes `turns`
  * generations. Returns its wall time, the usage of each generation and the requests it sent.
  */
-export async function agentRun({ name, session, turns, maxTokens, seed = 1, onEvent = () => {} }) {
-  const engine = S.engines[name];
+export async function agentRun({ name, session, turns, maxTokens, seed = 1, worker = false, onEvent = () => {} }) {
+  const engine = worker ? S.w.engine : S.engines[name];
   const before = engine.requests.length;
-  const agent = agentOn(name, {
+  const options = {
     instructions: `Session ${session}. You are a travel helper. Use the tools when they help, then answer briefly.`,
     tools: TOOLS,
     limits: { turns, retries: turns, maxTokens },
     generation: { temperature: 0.7, seed },
     hooks: { onFinal: () => ({ continue: "Thanks. And what about tomorrow?" }) },
-  });
+  };
+  const agent = worker ? S.w.agent(options) : agentOn(name, options);
+  if (worker) await agent.ready;
   const usage = [];
   const kinds = {};
-  const started = performance.now();
-  await runAgent(agent, "Do I need an umbrella in Lisbon today?", (ev, now) => {
-    onEvent(ev, now);
-    kinds[ev.type] = (kinds[ev.type] ?? 0) + 1;
-    if (ev.type === "usage") usage.push([ev.promptTokens, ev.cachedTokens, ev.completionTokens]);
+  return watchMainThread(async () => {
+    const started = performance.now();
+    await runAgent(agent, "Do I need an umbrella in Lisbon today?", (ev, now) => {
+      onEvent(ev, now);
+      kinds[ev.type] = (kinds[ev.type] ?? 0) + 1;
+      if (ev.type === "usage") usage.push([ev.promptTokens, ev.cachedTokens, ev.completionTokens]);
+    });
+    const ms = performance.now() - started;
+    agent.destroy?.();
+    return { ms, usage, kinds, requests: engine.requests.slice(before) };
   });
-  const ms = performance.now() - started;
-  agent.destroy();
-  return { ms, usage, kinds, requests: engine.requests.slice(before) };
 }
 
 /** One request straight to wllama, streamed; what a JavaScript caller with no Python would do. */
@@ -164,15 +207,17 @@ export async function replay({ name, requests }) {
  * `maxTokens` tokens (no schema, `ignore_eos`), the same prompt every time (cached after the
  * first). Rate = tokens ÷ (last text event − start of the run).
  */
-export async function streamAerix({ name, maxTokens }) {
-  const engine = S.engines[name];
+export async function streamAerix({ name, maxTokens, worker = false }) {
+  const engine = worker ? S.w.engine : S.engines[name];
   const before = engine.requests.length;
-  const agent = agentOn(name, {
+  const options = {
     instructions: "Write freely.",
     constrain: false,
     limits: { turns: 1, retries: 0, maxTokens },
     generation: { temperature: 0.7, seed: 1, ignore_eos: true },
-  });
+  };
+  const agent = worker ? S.w.agent(options) : agentOn(name, options);
+  if (worker) await agent.ready;
   let last = 0;
   let events = 0;
   let tokens = 0;
@@ -184,7 +229,7 @@ export async function streamAerix({ name, maxTokens }) {
     }
     if (ev.type === "usage") tokens = ev.completionTokens;
   });
-  agent.destroy();
+  agent.destroy?.();
   const seconds = (last - started) / 1000;
   return { tokPerS: tokens / seconds, tokens, events, ms: last - started, request: engine.requests[before] };
 }

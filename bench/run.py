@@ -13,6 +13,11 @@ misses its goal is reported as such.
     P4  page load → agent ready ÷ page load → bare loadPyodide() (engine loading in both)    ≤ 1.3
     P5  tok/s seen by an aerix `text` consumer ÷ tok/s of wllama consumed in JavaScript      ≥ 0.98
     P6  the Python loop's own ms per turn (engine excluded), 1 / 8 / 32 tools                ≤ 5 ms
+    P7  the longest main-thread task during an agent run (P1's runs), worker mode            ≤ 50 ms
+    P8  second-visit boot ÷ first-visit boot, the model in the browser's cache               report
+
+P1, P2, P4, P5 and P7 are measured in both modes of the runtime: "page" (Python and the engine
+in the page) and "worker" (boot({worker: true})); B sides are always JavaScript in the page.
     threads  wllama tok/s on 2 threads ÷ on 1 (cross-origin isolated page)                   report
 
 The page side is bench/bench.mjs (+ bench/inpage.py, run in the page's Pyodide) and
@@ -112,51 +117,69 @@ class Bench:
         # A second engine on the same model: P1 runs A on one and B on the other, swapping each pair,
         # so B never finds A's conversation in its cache (and vice versa).
         self.call("addEngine", name="other", model=MODEL, nThreads=1)
+        # the worker runtime, booted in the same page: its engine is A's in worker mode, "other" B's
+        out["worker"] = self.call("setupWorker", model=MODEL, nThreads=1)
         return out
 
-    def p1_p2(self) -> dict[str, Any]:
-        """P1 and P2 from the same runs; P2 also on an engine that lets llama.cpp render the template."""
-        self.call("addEngine", name="chat", model=MODEL, nThreads=1, prompt="chat")
-        ratios, a_ms, b_ms, same, reuse, reuse_chat, into_reply = [], [], [], 0, [], [], []
-        session = int(time.time()) % 9000 + 1000
+    def p1_p2(self, mode: str) -> dict[str, Any]:
+        """P1, P2 and P7 from the same runs, in one mode ("page" or "worker"); in page mode, P2 also
+        on an engine that lets llama.cpp render the template."""
+        worker = mode == "worker"
+        if not worker:
+            self.call("addEngine", name="chat", model=MODEL, nThreads=1, prompt="chat")
+        ratios, a_ms, b_ms, same, reuse, reuse_chat, into_reply, longest, late = [], [], [], 0, [], [], [], [], []
+        session = int(time.time()) % 9000 + 1000 + (50_000 if worker else 0)
         for i in range(self.pairs + 1):  # pair 0 warms up both engines and is not counted
             session += 1
-            first, second = ("main", "other") if i % 2 else ("other", "main")
-            a = self.call("agentRun", name=first, session=session, turns=TURNS, maxTokens=MAX_TOKENS)
+            # page mode swaps the two page engines each pair; in worker mode A is the worker's engine
+            first, second = ("main", "other") if i % 2 or worker else ("other", "main")
+            second = "other" if worker else second
+            a = self.call("agentRun", name=first, session=session, turns=TURNS, maxTokens=MAX_TOKENS, worker=worker)
             b = self.call("replay", name=second, requests=a["requests"])
             if i == 0:
                 continue
             ratios.append(a["ms"] / b["ms"])
             a_ms.append(a["ms"])
             b_ms.append(b["ms"])
+            longest.append(max(a["mainThread"]["longestTaskMs"], a["mainThread"]["lateMs"]))
+            late.append(a["mainThread"]["longTasks"])
             same += [u[2] for u in a["usage"]] == [u[2] for u in b["usage"]]
             reuse.append(turn_reuse(a["usage"]))
             into_reply += reply_reuse(a["usage"])
-            if i <= 3:
+            if i <= 3 and not worker:
                 c = self.call("agentRun", name="chat", session=session + 5000, turns=TURNS, maxTokens=MAX_TOKENS)
                 reuse_chat.append(turn_reuse(c["usage"]))
-            log(f"P1 pair {i}: aerix {a['ms']:.0f} ms, direct {b['ms']:.0f} ms; P2 {['%.2f' % r for r in reuse[-1]]}")
-        self.call("closeEngine", name="chat")
+            log(f"P1 {mode} pair {i}: aerix {a['ms']:.0f} ms, direct {b['ms']:.0f} ms; P2 {['%.2f' % r for r in reuse[-1]]}; "
+                f"main thread: longest task {a['mainThread']['longestTaskMs']:.0f} ms, timer late {a['mainThread']['lateMs']:.0f} ms")  # fmt: skip
+        if not worker:
+            self.call("closeEngine", name="chat")
+        suffix = "" if mode == "page" else "_worker"
+        p2: dict[str, Any] = {
+            **summary([min(r) for r in reuse]),
+            "per_turn": [summary([r[t] for r in reuse]) for t in range(len(reuse[0]))],
+            "into_previous_reply": summary(into_reply),
+        }
+        if reuse_chat:
+            p2["chat_path"] = {**summary([min(r) for r in reuse_chat]), "per_turn": [summary([r[t] for r in reuse_chat]) for t in range(len(reuse_chat[0]))]}
         return {
-            "P1": {**summary(ratios), "a_ms": summary(a_ms), "b_ms": summary(b_ms), "same_tokens": f"{same}/{len(ratios)}"},
-            "P2": {
-                **summary([min(r) for r in reuse]),
-                "per_turn": [summary([r[t] for r in reuse]) for t in range(len(reuse[0]))],
-                "into_previous_reply": summary(into_reply),
-                "chat_path": {**summary([min(r) for r in reuse_chat]), "per_turn": [summary([r[t] for r in reuse_chat]) for t in range(len(reuse_chat[0]))]},
-            },
+            f"P1{suffix}": {**summary(ratios), "a_ms": summary(a_ms), "b_ms": summary(b_ms), "same_tokens": f"{same}/{len(ratios)}"},
+            f"P2{suffix}": p2,
+            f"P7{suffix}": {**summary(longest), "long_tasks": summary(late)},
         }
 
     def p5_threads(self) -> dict[str, Any]:
         self.call("addEngine", name="t2", model=MODEL, nThreads=2)
         out: dict[str, Any] = {}
-        for name, key, tokens in (("main", "P5", STREAM_TOKENS), ("t2", "P5_2threads", THREAD_TOKENS)):
-            warm = self.call("streamAerix", name=name, maxTokens=tokens)
-            self.call("streamDirect", name=name, request=warm["request"])
+        # (A's runtime, B's engine, key, tokens): in worker mode B is wllama in the page ("other")
+        cases = (("main", "main", "P5", STREAM_TOKENS), ("worker", "other", "P5_worker", STREAM_TOKENS), ("t2", "t2", "P5_2threads", THREAD_TOKENS))
+        for name, direct, key, tokens in cases:
+            worker = name == "worker"
+            warm = self.call("streamAerix", name=name, maxTokens=tokens, worker=worker)
+            self.call("streamDirect", name=direct, request=warm["request"])
             ratios, a_rate, b_rate, events = [], [], [], []
             for _ in range(self.pairs):
-                a = self.call("streamAerix", name=name, maxTokens=tokens)
-                b = self.call("streamDirect", name=name, request=warm["request"])
+                a = self.call("streamAerix", name=name, maxTokens=tokens, worker=worker)
+                b = self.call("streamDirect", name=direct, request=warm["request"])
                 ratios.append(a["tokPerS"] / b["tokPerS"])
                 a_rate.append(a["tokPerS"])
                 b_rate.append(b["tokPerS"])
@@ -224,49 +247,71 @@ class Bench:
 
 
 def p4(browser: Any, origin: str, pairs: int) -> dict[str, Any]:
-    def load(query: str) -> dict[str, Any]:
-        context = browser.new_context()
+    """P4 in both modes (each side a fresh browser context: nothing cached) and P8: a second visit
+    (the same context again: the model in the Cache API, the rest in the HTTP cache) ÷ the first."""
+
+    def load(query: str, context: Any = None) -> dict[str, Any]:
+        own = context is None
+        context = context or browser.new_context()
         page = context.new_page()
         page.set_default_timeout(300_000)
         page.goto(f"{origin}/bench/boot.html?{query}")
         page.wait_for_function("() => window.result !== undefined")
         result = page.evaluate("window.result")
-        context.close()
+        page.close()
+        if own:
+            context.close()
         if not result.get("ok"):
             raise RuntimeError(f"boot.html?{query}: {result.get('error')}")
         return result
 
-    load("mode=aerix")  # warm-up: the server's and the OS's file caches
-    load("mode=bare")
-    ratios, a_ready, b_ready, phases, bare_engine = [], [], [], [], []
+    modes = {"page": "mode=aerix", "worker": "mode=aerix&worker=1"}
+    for query in [*modes.values(), "mode=bare"]:  # warm-up: the server's and the OS's file caches
+        load(query)
+    ratios: dict[str, list[float]] = {m: [] for m in modes}
+    ready: dict[str, list[float]] = {m: [] for m in modes}
+    phases: dict[str, list[dict[str, float]]] = {m: [] for m in modes}
+    b_ready, bare_engine = [], []
+    second: dict[str, list[float]] = {m: [] for m in modes}
+    second_ready: dict[str, list[float]] = {m: [] for m in modes}
     for _ in range(pairs):
-        a = load("mode=aerix")
         b = load("mode=bare")
-        ratios.append(a["ready"] / b["ready"])
-        a_ready.append(a["ready"])
         b_ready.append(b["ready"])
         bare_engine.append(b["engineDone"])
-        t = a["timings"]
-        phases.append({
-            "python": t["python"], "packages": t["packages"] - t["python"], "imports": t["imports"] - t["packages"],
-            "engine": t["engine"], "model_fetch": a["engine"]["fetchMs"], "model_load": a["engine"]["loadMs"],
-            "ready_after_boot_start": t["ready"], "first_agent": a["agent"] - a["ready"],
-        })  # fmt: skip
-        log(f"P4 pair: aerix {a['ready']:.0f} ms, bare loadPyodide {b['ready']:.0f} ms")
+        for mode, query in modes.items():
+            context = browser.new_context()
+            a = load(query, context)  # the first visit: nothing cached
+            again = load(query, context)  # P8: the second visit of the same browser
+            context.close()
+            ratios[mode].append(a["ready"] / b["ready"])
+            ready[mode].append(a["ready"])
+            second[mode].append(again["ready"] / a["ready"])
+            second_ready[mode].append(again["ready"])
+            t = a["timings"]
+            phases[mode].append({
+                "python": t["python"], "packages": t["packages"] - t["python"], "imports": t["imports"] - t["packages"],
+                "engine": t["engine"], "model_fetch": a["engine"]["fetchMs"], "model_load": a["engine"]["loadMs"],
+                "ready_after_boot_start": t["ready"], "first_agent": a["agent"] - a["ready"],
+            })  # fmt: skip
+        log(f"P4 pair: page {ready['page'][-1]:.0f} ms, worker {ready['worker'][-1]:.0f} ms, bare loadPyodide {b['ready']:.0f} ms; "
+            f"P8 second visit page {second_ready['page'][-1]:.0f} ms, worker {second_ready['worker'][-1]:.0f} ms")  # fmt: skip
     imports = {"source": [], "precompiled": []}
     for _ in range(2):
         imports["source"].append(load("mode=imports")["steps"])
         imports["precompiled"].append(load("mode=imports&precompile=1")["steps"])
-    return {
-        **summary(ratios),
-        "aerix_ready_ms": summary(a_ready),
-        "bare_pyodide_ms": summary(b_ready),
-        "bare_engine_ms": summary(bare_engine),
-        "phases_ms": {k: statistics.median(p[k] for p in phases) for k in phases[0]},
-        "imports_ms": {
-            kind: {k: statistics.median(s[k] for s in runs) for k in runs[0]} for kind, runs in imports.items()
-        },
-    }
+    out: dict[str, Any] = {}
+    for mode in modes:
+        suffix = "" if mode == "page" else "_worker"
+        out[f"P4{suffix}"] = {
+            **summary(ratios[mode]),
+            "aerix_ready_ms": summary(ready[mode]),
+            "bare_pyodide_ms": summary(b_ready),
+            "bare_engine_ms": summary(bare_engine),
+            "phases_ms": {k: statistics.median(p[k] for p in phases[mode]) for k in phases[mode][0]},
+        }
+        out[f"P8{suffix}"] = {**summary(second[mode]), "first_ms": summary(ready[mode]), "second_ms": summary(second_ready[mode])}
+    out["P4"]["imports_ms"] = {kind: {k: statistics.median(s[k] for s in runs) for k in runs[0]} for kind, runs in imports.items()}
+    return out
 
 
 # -- the table -------------------------------------------------------------------------------
@@ -278,7 +323,9 @@ GOALS: dict[str, tuple[str, Callable[[float], bool]]] = {
     "P4": ("≤ 1.3", lambda v: v <= 1.3),
     "P5": ("≥ 0.98", lambda v: v >= 0.98),
     "P6": ("≤ 5 ms", lambda v: v <= 5),
+    "P7": ("≤ 50 ms", lambda v: v <= 50),  # in worker mode; page mode is reported beside it
 }
+MODES = (("", "page"), ("_worker", "worker"))
 
 
 def rows(r: dict[str, Any]) -> list[tuple[str, str, str, str, str, str]]:
@@ -291,17 +338,21 @@ def rows(r: dict[str, Any]) -> list[tuple[str, str, str, str, str, str]]:
         verdict = "" if key not in GOALS else (" ✓" if ok(s["median"]) else " ✗")
         out.append((fig, what, goal, f"{s['median']:.{digits}f}{verdict}", f"{s['min']:.{digits}f}–{s['max']:.{digits}f}", context))
 
-    if "P1" in r:
-        p = r["P1"]
-        ratio("P1", f"agent run of {TURNS} generations ÷ same requests from JS", p,
-              f"{p['a_ms']['median'] / 1000:.2f} s vs {p['b_ms']['median'] / 1000:.2f} s; same tokens in {p['same_tokens']} pairs")  # fmt: skip
-    if "P2" in r:
-        p = r["P2"]
+    for suffix, mode in MODES:
+        if f"P1{suffix}" not in r:
+            continue
+        p = r[f"P1{suffix}"]
+        ratio(f"P1 {mode}", f"agent run of {TURNS} generations ÷ same requests from JS", p,
+              f"{p['a_ms']['median'] / 1000:.2f} s vs {p['b_ms']['median'] / 1000:.2f} s; same tokens in {p['same_tokens']} pairs", goal_key="P1")  # fmt: skip
+        p = r[f"P2{suffix}"]
         turns = " ".join(f"{t['median']:.2f}" for t in p["per_turn"])
-        chat = p["chat_path"]
-        ratio("P2", "cached ÷ prompt tokens, worst of turns 2–6", p,
-              f"per turn {turns}; reuse reaches {p['into_previous_reply']['median']:.0f} tokens into the previous reply; "
-              f"llama.cpp chat path (before): worst {chat['median']:.3f}", digits=3)  # fmt: skip
+        chat = f"; llama.cpp chat path (before): worst {p['chat_path']['median']:.3f}" if "chat_path" in p else ""
+        ratio(f"P2 {mode}", "cached ÷ prompt tokens, worst of turns 2–6", p,
+              f"per turn {turns}; reuse reaches {p['into_previous_reply']['median']:.0f} tokens into the previous reply{chat}", goal_key="P2")  # fmt: skip
+        p = r[f"P7{suffix}"]
+        ratio(f"P7 {mode}", "longest main-thread task during an agent run, ms", p,
+              f"the Long Tasks API's longest, or a 5 ms timer's worst lateness; {p['long_tasks']['median']:.0f} tasks over 50 ms per run",
+              goal_key="P7" if suffix else "P7 page", digits=1)  # fmt: skip
     if "P3" in r:
         for label, p in r["P3"].items():
             grammar = p["first_token_ms_with"]["median"] - p["first_token_ms_without"]["median"]
@@ -309,14 +360,19 @@ def rows(r: dict[str, Any]) -> list[tuple[str, str, str, str, str, str]]:
                   f"{p['with_tok_s']['median']:.0f} vs {p['without_tok_s']['median']:.0f} tok/s over {p['tokens']['median']:.0f} tokens; "
                   f"grammar set-up ≈ {grammar:.0f} ms/request (first request with this schema: first token at {p['first_request_first_token_ms']:.0f} ms)",
                   goal_key="P3")  # fmt: skip
-    if "P4" in r:
-        p = r["P4"]
+    for suffix, mode in MODES:
+        if f"P4{suffix}" not in r:
+            continue
+        p = r[f"P4{suffix}"]
         ph = p["phases_ms"]
-        ratio("P4", "page → agent ready ÷ page → bare loadPyodide()", p,
+        ratio(f"P4 {mode}", "page → agent ready ÷ page → bare loadPyodide()", p,
               f"{p['aerix_ready_ms']['median'] / 1000:.2f} s vs {p['bare_pyodide_ms']['median'] / 1000:.2f} s; Pyodide {ph['python']:.0f} ms, "
-              f"wheels {ph['packages']:.0f}, imports {ph['imports']:.0f}; engine {ph['engine']:.0f} in parallel (model fetch {ph['model_fetch']:.0f}, load {ph['model_load']:.0f})")  # fmt: skip
+              f"wheels {ph['packages']:.0f}, imports {ph['imports']:.0f}; engine {ph['engine']:.0f} in parallel (model fetch {ph['model_fetch']:.0f}, load {ph['model_load']:.0f})", goal_key="P4")  # fmt: skip
+        p = r[f"P8{suffix}"]
+        ratio(f"P8 {mode}", "second-visit boot ÷ first-visit boot (model cached)", p,
+              f"{p['second_ms']['median'] / 1000:.2f} s vs {p['first_ms']['median'] / 1000:.2f} s", goal_key="P8")  # fmt: skip
     if "P5" in r:
-        for key, label in (("P5", "P5"), ("P5_2threads", "P5 (2 threads)")):
+        for key, label in (("P5", "P5 page"), ("P5_worker", "P5 worker"), ("P5_2threads", "P5 page, 2 threads")):
             p = r[key]
             ratio(label, "tok/s seen by aerix `text` consumer ÷ wllama in JS", p,
                   f"{p['aerix_tok_s']['median']:.0f} vs {p['direct_tok_s']['median']:.0f} tok/s, {p['tokens']} tokens in {p['text_events']['median']:.0f} text events",
@@ -385,7 +441,8 @@ def main() -> int:
             results["setup"] = bench.setup()
             log(f"page booted in {results['setup']['ms']:.0f} ms; engine prompt mode {results['setup']['info']['prompt']}")
             if only & {"P1", "P2"}:
-                results.update(bench.p1_p2())
+                results.update(bench.p1_p2("page"))
+                results.update(bench.p1_p2("worker"))
             if "P5" in only:
                 results.update(bench.p5_threads())
             if "P3" in only:
@@ -394,7 +451,7 @@ def main() -> int:
                 results["P6"] = bench.p6()
             bench.close()
         if "P4" in only:
-            results["P4"] = p4(browser, origin, args.pairs)
+            results.update(p4(browser, origin, args.pairs))
         browser.close()
     server.shutdown()
     elapsed = time.monotonic() - started

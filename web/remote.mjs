@@ -102,6 +102,7 @@ function remoteAgent(peer, options) {
     approve: (runId, approvalId, approved, { reason, signal, approver } = {}) => stream("approve", runId, approvalId, approved, { reason, signal, approver }),
     artifact: (id) => call("artifact", id),
     artifacts: (runId) => call("artifacts", runId),
+    choose: (question, options, opts = {}) => call("choose", question, options, opts),
     drain: () => call("drain"),
     runs: () => call("runs"),
     recover: () => call("recover"),

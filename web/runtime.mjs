@@ -240,6 +240,11 @@ function wrapAgent(agent, durable) {
       }
       return { meta: found.meta, blob: new Blob([found.data], { type: found.meta.mediaType }) };
     },
+    /**
+     * `{option: score}`: the model's probability of each option as the answer, summing to 1
+     * (docs/agents.md, "Routing by scores"); the conversation is left as it was.
+     */
+    choose: (question, options, { signal, topLogprobs } = {}) => py.choose(question, options, signal ?? null, topLogprobs ?? null),
     /** The artifacts of one run, in put order (its attachments first). */
     artifacts: (runId) => py.artifacts(runId),
     /** Take no new run; the running one stops at its next checkpoint; resolves when none runs. */

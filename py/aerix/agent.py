@@ -19,6 +19,7 @@ from .agent_state import AgentState, state_tools as tools_for_state
 from .artifacts import Artifact, File, RunArtifacts, attachments_note, check_attachments, list_artifacts, not_found, read_artifact
 from .durable import RunRecord, Runs
 from .channels import Channel, check_channels
+from .compaction import Compaction
 from .errors import AerixError
 from .events import End, Event, Final, Interrupted, Waiting
 from .limits import Hooks, Limits
@@ -60,7 +61,10 @@ class Agent:
     permissions (``tool:<name>:<tool>``); ``tool_policy`` decides which tools an invoker may use;
     ``on_tainted`` what a guarded tool does once the conversation is tainted (see
     :mod:`aerix.trust`). ``channels`` are where tools send messages, each once per run
-    (``ctx.channels.find_one(name).emit(body)``, see :mod:`aerix.channels`).
+    (``ctx.channels.find_one(name).emit(body)``, see :mod:`aerix.channels`). ``compaction``:
+    how the conversation is compacted once it outgrows ``Limits.context_tokens`` (``"model"``,
+    ``"digest"``, a :class:`~aerix.compaction.Compaction`, or ``None``: never; see
+    :mod:`aerix.compaction`).
     """
 
     def __init__(
@@ -83,6 +87,7 @@ class Agent:
         context: dict[ContextKey, Any] | None = None,
         channels: Sequence[Channel] = (),
         output: Any = None,
+        compaction: Compaction | str | dict[str, Any] | None = "model",
     ) -> None:
         if not callable(getattr(model, "chat", None)):
             raise AerixError("options", f"model must have a chat(messages, options) method, got {type(model).__name__}")
@@ -90,6 +95,7 @@ class Agent:
             raise AerixError("options", f"instructions must be a string, got {type(instructions).__name__}")
         self.tools = _check_tools(tools)
         self.limits = Limits.of(limits)
+        self.compaction = Compaction.of(compaction)
         self.hooks = Hooks.of(hooks)
         self.generation = _check_generation(generation)
         if not isinstance(constrain, bool):

@@ -161,8 +161,7 @@ class Runs:
             try:
                 await agent.state.load()  # the agent's state as the store has it now (agent_state.py)
                 if checkpoint is None:
-                    now = agent._conversation
-                    conversation = Conversation([dict(m) for m in now.messages], now.calls_made, now.taint)
+                    conversation = agent._conversation.copy()
                     conversation.add("user", record.prompt)
                     state = LoopState()
                     await run.checkpoint(conversation, state)
@@ -170,7 +169,7 @@ class Runs:
                 yield End("error", e.message)  # the store failed before the run began
                 return
             if checkpoint is not None:
-                conversation = Conversation([dict(m) for m in checkpoint["messages"]], checkpoint["calls_made"], checkpoint.get("taint"))
+                conversation = Conversation.from_dict(checkpoint)
                 state = LoopState.from_dict(checkpoint)
             agent._conversation = conversation
             loop = Loop(agent, conversation, state, signal, run, Invoker.of(record.invoker), source=record.source)

@@ -11,6 +11,7 @@ The package: ``record.py`` (the record), ``book.py`` (what the loop writes), ``l
     invoker      who started the run (``Invoker.to_dict()``), or None; an invoker's idempotency
                  keys are kept as ``<kind>:<id>/<key>``, so another invoker's same key is another run
     concurrency_key, source   as given to ``start``/``run`` (or None)
+    conversation_id   the kept conversation the run continues (``Agent(conversation_id=...)``), or None
     checkpoint   {messages, calls_made, taint, measured, generations, refused_in_row, tokens,
                  elapsed_s, pending}: the conversation and the loop's state after its last
                  generation, tool result or compaction (None: not started); ``pending`` is

@@ -3,7 +3,8 @@
 Options arrive as JavaScript objects: tools and hooks may be JavaScript functions, names may be
 camelCase (``maxTokens``, ``beforeCall``). Events leave as plain JavaScript objects with
 camelCase keys (``promptTokens``), the shape of aerix.js events. ``durable: true`` keeps runs in
-IndexedDB (``store:`` takes a store object of your own). JS tools and hooks get
+IndexedDB (``store:`` takes a store object of your own); ``conversationId`` keeps the
+conversation there too (``reopen()`` after a reload, ``load(messages)`` for an export). JS tools and hooks get
 ``{signal, callId, approve, emit, invoker}``: ``signal`` a real ``AbortSignal`` that follows the
 run's, in a durable run ``approve(title, body, timeoutS)``, and ``emit(channel, body, {title,
 key})`` (``channels: [{name, out(message)}]``, see ``aerix.channels``).
@@ -32,7 +33,8 @@ from .trust import Invoker, require_tool_permission
 
 __all__ = ["JsChannel", "PageAgent", "create_agent", "event_view", "js_channel", "run_view", "server_model"]
 
-_LIMIT_NAMES = {"maxTokens": "max_tokens", "resultChars": "result_chars", "timeoutS": "timeout_s", "maxTotalTokens": "max_total_tokens"}
+_LIMIT_NAMES = {"maxTokens": "max_tokens", "resultChars": "result_chars", "timeoutS": "timeout_s", "maxTotalTokens": "max_total_tokens", "contextTokens": "context_tokens"}
+_COMPACTION_NAMES = {"keepTurns": "keep_turns", "summaryTokens": "summary_tokens"}
 _HOOK_NAMES = {"beforeCall": "before_call", "afterCall": "after_call", "onFinal": "on_final"}
 _EVENT_KEYS = {
     "prompt_tokens": "promptTokens",
@@ -41,6 +43,9 @@ _EVENT_KEYS = {
     "run_id": "runId",
     "approval_id": "approvalId",
     "media_type": "mediaType",
+    "dropped_turns": "droppedTurns",
+    "tokens_before": "tokensBefore",
+    "tokens_after": "tokensAfter",
 }
 
 
@@ -137,6 +142,14 @@ class PageAgent:
         return list(self.agent.messages)
 
     @js_facing
+    async def load(self, messages: Any) -> None:
+        await self.agent.load(messages)
+
+    @js_facing
+    async def reopen(self) -> list[dict[str, str]]:
+        return await self.agent.reopen()
+
+    @js_facing
     def system(self) -> str:
         return self.agent.system
 
@@ -183,6 +196,7 @@ def run_view(record: RunRecord) -> dict[str, Any]:
         "updatedAt": record.updated_at,
         "ending": record.ending,
         "invoker": record.invoker,
+        "conversationId": record.conversation_id,
         "error": record.error,
         "approval": None
         if pending is None
@@ -199,14 +213,16 @@ def run_view(record: RunRecord) -> dict[str, Any]:
 
 def create_agent(model: Any, options: Any) -> PageAgent:
     """Build an Agent from the JS options ``{instructions, tools, limits, hooks, generation,
-    constrain, durable, store, name, onTainted, toolPolicy, output, channels}``; ``output`` is
+    constrain, durable, store, name, onTainted, toolPolicy, output, channels, compaction,
+    conversationId}``; ``compaction`` is ``"model"``, ``"digest"``, ``null`` or ``{method,
+    keepTurns, summaryTokens}`` (aerix.compaction; ``limits.contextTokens`` turns it on); ``output`` is
     ``{schema}`` (structured output); ``channels`` JS objects ``{name, out(message)}``;
     ``state`` collection name -> field map (with ``id: {type: "string", required: true}``) and
     ``stateTools`` (aerix.agent_state); ``toolPolicy`` is
     ``{withoutInvoker: "allow" | "deny"}`` (aerix.require_tool_permission) or a function
     ``(agent, tool, invoker) => boolean``."""
     opts = _dict(from_js(options), "agent options")
-    known = {"instructions", "tools", "limits", "hooks", "generation", "constrain", "durable", "store", "name", "onTainted", "toolPolicy", "output", "channels", "state", "stateTools"}
+    known = {"instructions", "tools", "limits", "hooks", "generation", "constrain", "durable", "store", "name", "onTainted", "toolPolicy", "output", "channels", "state", "stateTools", "compaction", "conversationId"}
     unknown = sorted(set(opts) - known)
     if unknown:
         raise AerixError("options", f"unknown agent option(s) {unknown}; known: {sorted(known)}")
@@ -237,6 +253,8 @@ def create_agent(model: Any, options: Any) -> PageAgent:
         state=models_from_field_maps(opts.get("state")),  # {todos: <a field map with id>}
         state_tools=opts.get("stateTools", False),
         channels=[js_channel(c) for c in _list(opts.get("channels"), "channels")],
+        compaction=_js_compaction(opts.get("compaction", "model")),
+        conversation_id=opts.get("conversationId"),
     )
     return PageAgent(agent)
 
@@ -286,6 +304,11 @@ def _js_output(output: Any) -> Any:
     if set(spec) != {"schema"}:
         raise AerixError("options", f"output must be {{schema: <a JSON Schema>}}, got keys {sorted(spec)}")
     return spec["schema"]
+
+
+def _js_compaction(value: Any) -> Any:
+    """``compaction``: a string or null as it is, ``{method, keepTurns, summaryTokens}`` as a dict."""
+    return {_COMPACTION_NAMES.get(k, k): v for k, v in value.items()} if isinstance(value, dict) else value
 
 
 def _js_policy(policy: Any) -> Any:

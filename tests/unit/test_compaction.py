@@ -330,3 +330,15 @@ async def test_before_the_engines_first_count_the_estimate_alone_ends_no_run():
     second = await collect(agent.run("and?"))
     assert second[-1].type == "end" and second[-1].reason == "context"  # now its own count says so
 
+
+def test_the_page_takes_the_options_in_its_own_words():
+    from aerix.page import create_agent, event_view
+
+    page = create_agent(ScriptedModel([]), {"limits": {"contextTokens": 4096, "maxTokens": 256}, "compaction": {"method": "digest", "keepTurns": 3}})
+    assert page.agent.limits.context_tokens == 4096 and page.agent.compaction == Compaction(method="digest", keep_turns=3)
+    assert create_agent(ScriptedModel([]), {}).agent.compaction == Compaction()
+    assert create_agent(ScriptedModel([]), {"compaction": None}).agent.compaction is None
+    with pytest.raises(AerixError, match="in a store"):
+        create_agent(ScriptedModel([]), {"conversationId": "chat-1"})
+    view = event_view(Compacted(3, 900, 400, "digest", "the summary was cut at 128 tokens"))
+    assert view == {"type": "compact", "droppedTurns": 3, "tokensBefore": 900, "tokensAfter": 400, "method": "digest", "note": "the summary was cut at 128 tokens"}

@@ -10,10 +10,11 @@ from .abort import Abort
 from .agent import Agent, Answer
 from .artifacts import Artifact
 from .channels import Channel, Message, console_channel
+from .compaction import Compaction
 from .durable import Decision, RunRecord
 from .engines.openai import OpenAIModel
 from .errors import AerixError
-from .events import Call, End, Event, Final, FinalDelta, Interrupted, NewArtifact, Result, Retry, Taint, Text, Turn, Usage, Waiting
+from .events import Call, Compacted, End, Event, Final, FinalDelta, Interrupted, NewArtifact, Result, Retry, Taint, Text, Turn, Usage, Waiting
 from .limits import Hooks, Limits
 from .model import Model
 from .tools import ContextKey, Tool, ToolContext, tool
@@ -30,6 +31,8 @@ __all__ = [
     "Artifact",
     "Call",
     "Channel",
+    "Compacted",
+    "Compaction",
     "ContextKey",
     "Decision",
     "End",

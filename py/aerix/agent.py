@@ -20,6 +20,8 @@ from .artifacts import Artifact, File, RunArtifacts, attachments_note, check_att
 from .durable import RunRecord, Runs
 from .channels import Channel, check_channels
 from .choose import choose as choose_among
+from .compaction import Compaction
+from .conversations import KeptConversation, conversation_from
 from .errors import AerixError
 from .events import End, Event, Final, Interrupted, Waiting
 from .limits import Hooks, Limits
@@ -61,7 +63,11 @@ class Agent:
     permissions (``tool:<name>:<tool>``); ``tool_policy`` decides which tools an invoker may use;
     ``on_tainted`` what a guarded tool does once the conversation is tainted (see
     :mod:`aerix.trust`). ``channels`` are where tools send messages, each once per run
-    (``ctx.channels.find_one(name).emit(body)``, see :mod:`aerix.channels`).
+    (``ctx.channels.find_one(name).emit(body)``, see :mod:`aerix.channels`). ``compaction``:
+    how the conversation is compacted once it outgrows ``Limits.context_tokens`` (``"model"``,
+    ``"digest"``, a :class:`~aerix.compaction.Compaction`, or ``None``: never; see
+    :mod:`aerix.compaction`). ``conversation_id`` (with a store): the conversation is kept there
+    under this id, and a new Agent with the same id continues it (:mod:`aerix.conversations`).
     """
 
     def __init__(
@@ -84,6 +90,8 @@ class Agent:
         context: dict[ContextKey, Any] | None = None,
         channels: Sequence[Channel] = (),
         output: Any = None,
+        compaction: Compaction | str | dict[str, Any] | None = "model",
+        conversation_id: str | None = None,
     ) -> None:
         if not callable(getattr(model, "chat", None)):
             raise AerixError("options", f"model must have a chat(messages, options) method, got {type(model).__name__}")
@@ -91,6 +99,7 @@ class Agent:
             raise AerixError("options", f"instructions must be a string, got {type(instructions).__name__}")
         self.tools = _check_tools(tools)
         self.limits = Limits.of(limits)
+        self.compaction = Compaction.of(compaction)
         self.hooks = Hooks.of(hooks)
         self.generation = _check_generation(generation)
         if not isinstance(constrain, bool):
@@ -124,7 +133,10 @@ class Agent:
         self._schemas: dict[frozenset[str], dict[str, Any]] = {}  # turn schemas of narrowed tool sets
         self.draining = False
         self._conversation = Conversation([])
+        self._kept: KeptConversation | None = None
         self.reset()
+        if conversation_id is not None:
+            self._kept = KeptConversation(store, name, conversation_id)  # conversations.py
 
     def __repr__(self) -> str:
         return f"Agent(tools={[t.name for t in self.tools]}, limits={self.limits!r}, constrain={self.constrain})"
@@ -168,9 +180,32 @@ class Agent:
         return self._schemas[allowed]
 
     def reset(self) -> None:
-        """Forget the conversation (the system message stays)."""
+        """Forget the conversation (the system message stays). A kept conversation
+        (``conversation_id``) is forgotten in the store when the next run starts from this one."""
         self._claim_check("reset")
         self._conversation = Conversation([{"role": "system", "content": self.system}])
+        if self._kept is not None:
+            self._kept.loaded = True  # the next run starts from here, not from the store's
+
+    async def load(self, messages: Sequence[dict[str, str]]) -> None:
+        """Make ``messages`` (an export of :attr:`messages`) the conversation, checked: a
+        ``{role, content}`` list that starts with this agent's system message; anything else is
+        ``AerixError(kind="options")`` naming what is wrong. With ``conversation_id`` it is kept
+        in the store at once. See :mod:`aerix.conversations`."""
+        self._claim_check("load")
+        conversation = conversation_from(messages, self.system)
+        if self._kept is not None:
+            await self._kept.write(conversation, None)
+        self._conversation = conversation
+
+    async def reopen(self) -> list[dict[str, str]]:
+        """Read the conversation kept under ``conversation_id`` (after a reload: a run does it
+        too, when it starts) and return it, as :attr:`messages`."""
+        if self._kept is None:
+            raise AerixError("options", "reopen reads a kept conversation: give the Agent store=... and conversation_id=...")
+        self._claim_check("reopen")
+        self._conversation = await self._kept.read(self.system)
+        return self.messages
 
     def run(
         self,

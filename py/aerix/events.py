@@ -7,7 +7,8 @@ A run yields, per generation: ``text`` deltas (and ``final_delta`` pieces of the
 is written), one ``usage``; then either ``retry`` (the turn was
 refused), or ``turn`` followed by ``call``/``result`` per call (an ``artifact`` per file the call kept,
 then a ``taint`` before the first result from outside); a run with attachments starts with their
-``artifact`` events; and finally **exactly one ending**: ``final`` or ``end``. A durable run may
+``artifact`` events; before a generation whose prompt would not leave room, a ``compact``
+(after its summary generation's ``usage``, when the model wrote the summary); and finally **exactly one ending**: ``final`` or ``end``. A durable run may
 instead stop at a ``waiting`` event (an approval is pending) or an ``interrupted`` one (the agent
 was drained) and give its remaining events, ending included, when it is resumed.
 """
@@ -19,6 +20,7 @@ from typing import Any, Literal, Union
 
 __all__ = [
     "Call",
+    "Compacted",
     "End",
     "EndReason",
     "Event",
@@ -36,7 +38,7 @@ __all__ = [
     "event_from_dict",
 ]
 
-EndReason = Literal["turns", "retries", "abort", "error", "timeout", "tokens", "loop"]
+EndReason = Literal["turns", "retries", "abort", "error", "timeout", "tokens", "loop", "context"]
 
 
 def _plain(value: Any) -> Any:
@@ -143,6 +145,22 @@ class Retry(_EventBase):
 
 
 @dataclass(frozen=True)
+class Compacted(_EventBase):
+    """The conversation was compacted before the next generation (``aerix.compaction``): its
+    oldest ``dropped_turns`` turns became one summary message. ``tokens_before`` and
+    ``tokens_after`` are the prompt's size in tokens before and after, as estimated from the
+    engine's latest count. ``method``: who wrote the summary, ``"model"`` or ``"digest"``;
+    ``note`` says why the digest stood in for the model's summary (``None`` when it did not)."""
+
+    dropped_turns: int
+    tokens_before: int
+    tokens_after: int
+    method: Literal["model", "digest"]
+    note: str | None = None
+    type: Literal["compact"] = field(default="compact", init=False)
+
+
+@dataclass(frozen=True)
 class Final(_EventBase):
     """The run's ending with an answer. With structured output (``Agent(output=...)``),
     ``output`` is the answer as plain JSON and ``text`` is that JSON written out; otherwise
@@ -176,7 +194,8 @@ class Waiting(_EventBase):
 @dataclass(frozen=True)
 class End(_EventBase):
     """The run's ending without an answer: ``reason`` is turns, retries, abort, error, timeout,
-    tokens or loop (the same call came once too often in a row: ``Limits.repeat_calls``).
+    tokens, loop (the same call came once too often in a row: ``Limits.repeat_calls``) or context
+    (the conversation does not fit in ``Limits.context_tokens``, compacted or not).
 
     ``problem``: the RFC 9457 problem document an OpenAI-compatible server sent with the failure
     that ended the run (reason ``error``), as it was sent; ``None`` otherwise, and then left out
@@ -229,10 +248,10 @@ class Interrupted(_EventBase):
     type: Literal["interrupted"] = field(default="interrupted", init=False)
 
 
-Event = Union[Text, FinalDelta, Usage, Turn, Call, NewArtifact, Taint, Result, Retry, Waiting, Interrupted, Final, End]
+Event = Union[Text, FinalDelta, Usage, Compacted, Turn, Call, NewArtifact, Taint, Result, Retry, Waiting, Interrupted, Final, End]
 
 
-_BY_TYPE: dict[str, type] = {c.type: c for c in (Text, FinalDelta, Usage, Turn, Call, NewArtifact, Taint, Result, Retry, Waiting, Interrupted, Final, End)}
+_BY_TYPE: dict[str, type] = {c.type: c for c in (Text, FinalDelta, Usage, Compacted, Turn, Call, NewArtifact, Taint, Result, Retry, Waiting, Interrupted, Final, End)}
 
 
 def event_from_dict(data: dict[str, Any]) -> Event:

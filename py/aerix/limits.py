@@ -39,8 +39,8 @@ class Limits:
     - ``timeout_s``: seconds the run may spend running (waiting for an approval or a dead page
       does not count; a resumed run keeps counting from its checkpoint); checked before each
       generation, on each streamed delta and before each tool call (ending reason ``timeout``).
-    - ``max_total_tokens``: prompt plus completion tokens over the run's generations; checked
-      before each generation (ending reason ``tokens``).
+    - ``max_total_tokens``: prompt plus completion tokens over the run's generations (a
+      compaction's summary included); checked before each generation (ending reason ``tokens``).
     - ``repeat_calls``: the repeat guard, checked before each call (``calls.py``). A call is a
       repeat of an earlier call of the run when it names the same tool with an equal input
       (the same canonical JSON). A repeat of a call that succeeded does not run the tool again:
@@ -50,6 +50,10 @@ class Limits:
       call may repeat the call just before it, across turns; the next repeat in a row ends the
       run ``end`` reason ``loop`` (default 1: the third identical call in a row). ``None``:
       off, every call runs.
+    - ``context_tokens``: the engine's context window (prompt and reply). Before each generation
+      whose prompt would leave less than ``max_tokens`` of it, the conversation is compacted as
+      ``Agent(compaction=...)`` says (:mod:`aerix.compaction`); when even that cannot make room,
+      the run ends ``context``. ``None``, or ``compaction=None``: never checked.
     """
 
     turns: int | None = 8
@@ -59,6 +63,7 @@ class Limits:
     timeout_s: float | None = None
     max_total_tokens: int | None = None
     repeat_calls: int | None = 1
+    context_tokens: int | None = None
 
     def __post_init__(self) -> None:
         _count("turns", self.turns, minimum=1, optional=True)
@@ -67,6 +72,9 @@ class Limits:
         _count("result_chars", self.result_chars, minimum=1, optional=True)
         _count("max_total_tokens", self.max_total_tokens, minimum=1, optional=True)
         _count("repeat_calls", self.repeat_calls, minimum=0, optional=True)
+        _count("context_tokens", self.context_tokens, minimum=2, optional=True)
+        if self.context_tokens is not None and self.max_tokens >= self.context_tokens:
+            raise AerixError("options", f"Limits.max_tokens ({self.max_tokens}) leaves no room for a prompt in context_tokens ({self.context_tokens})")
         t = self.timeout_s
         if t is not None and (isinstance(t, bool) or not isinstance(t, (int, float)) or t <= 0):
             raise AerixError("options", f"Limits.timeout_s must be a number of seconds > 0 or None, got {t!r}")

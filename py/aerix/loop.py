@@ -1,7 +1,7 @@
 """The loop: one run, phase by phase, to exactly one stop.
 
-    limits → generate → parse → calls → checkpoint → ending
-                          ↘ final → on_final hook ↗
+    limits → compact → generate → parse → calls → checkpoint → ending
+                                    ↘ final → on_final hook ↗
 
 :meth:`Loop.events` is the whole loop; each phase is one method with one job, and every phase
 that changes the conversation or the state ends in a checkpoint (a no-op without a store). A
@@ -10,9 +10,10 @@ new feature lands inside one phase.
 Error policy, stated once: the developer's mistake raises ``AerixError`` where it is made; the
 model's mistake (bad JSON, unknown tool, a cut turn) is told back to it as a ``retry``; a tool's
 failure becomes its result; an engine failure, a hook's failure, the limits (a call repeated
-once too often in a row among them) and the signal each stop the run with one ``end`` event.
-The loop has one exit: it yields the stop (an ending, or ``waiting`` in a durable run), never
-two, and never raises after it started (except when the consuming task is cancelled).
+once too often in a row among them) and the signal each stop the run with one ``end`` event (so
+does a conversation that compaction cannot fit). The loop has one exit: it yields the stop (an
+ending, or ``waiting`` in a durable run), never two, and never raises after it started (except
+when the consuming task is cancelled).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from .abort import Abort
 from .artifacts import RunArtifacts
 from .calls import RepeatedCall, StepInterrupted, call_tool, until_aborted
 from .channels import Channels
+from .compaction import compact
 from .errors import AerixError, describe
 from .events import Call, End, Event, Final, FinalDelta, Interrupted, Result, Retry, Text, Turn, Usage, Waiting
 from .final_text import FinalText
@@ -136,6 +138,10 @@ class Loop:
                 while self.stop is None:
                     if st.pending is None:
                         self.stop = self.check_limits()
+                        if self.stop is None:
+                            async with aclosing(compact(self)) as compacting:  # compaction.py
+                                async for ev in compacting:
+                                    yield ev
                         if self.stop is not None:
                             break
                         gen = _Generation()
@@ -263,13 +269,17 @@ class Loop:
         if self.stop is None and done is None:
             self.stop = End("error", "engine failed: the model's stream ended without a done item")
         if self.stop is None:
-            yield self.count_usage(done)
+            yield self.count_usage(done, sent=len(self.conversation.messages))
             gen.text, gen.finish = "".join(parts), done.get("finish_reason")
 
-    def count_usage(self, done: dict[str, Any]) -> Usage:
+    def count_usage(self, done: dict[str, Any], sent: int | None = None) -> Usage:
+        """Count a generation's tokens into the run's; with ``sent``, the number of messages it
+        was sent, its prompt count is the conversation's measure (``compaction.py``)."""
         usage = _usage(done)
         assert usage is not None  # checked when the done item came
         self.state.tokens += usage.prompt_tokens + usage.completion_tokens
+        if sent is not None:
+            self.conversation.measure(sent, usage.prompt_tokens)
         return usage
 
     # -- phase: parse ---------------------------------------------------------------------

@@ -2,7 +2,9 @@
 
 With the conversation, :class:`LoopState` is exactly what a durable run's checkpoint holds
 (``durable.py`` writes and restores it); :class:`Pending` is the accepted turn whose final or
-calls are not finished, built from the ``turn``, ``call`` and ``result`` events.
+calls are not finished, built from the ``turn``, ``call`` and ``result`` events;
+:class:`Measured` is the engine's own count of the conversation, which compaction sizes the
+next prompt from (``compaction.py``).
 """
 
 from __future__ import annotations
@@ -13,7 +15,21 @@ from typing import Any
 from .events import Call, Result, Turn
 from .turn import neutralise, results_message
 
-__all__ = ["CallsSeen", "Conversation", "LoopState", "Pending"]
+__all__ = ["CallsSeen", "Conversation", "LoopState", "Measured", "Pending", "utf8_size"]
+
+
+@dataclass(frozen=True)
+class Measured:
+    """The engine's count of the conversation at its latest generation: the first ``messages``
+    messages came to ``tokens`` prompt tokens (``usage.prompt_tokens``), ``bytes_per_token``
+    bytes of their text (UTF-8) per token: the rate at which what came after is estimated."""
+
+    messages: int
+    tokens: int
+    bytes_per_token: float
+
+    def to_list(self) -> list[Any]:
+        return [self.messages, self.tokens, self.bytes_per_token]
 
 
 @dataclass
@@ -23,11 +39,14 @@ class Conversation:
     A user message (a prompt, results, a note) has its chat-template control tokens broken
     (``turn.neutralise``), so no text from outside can forge a turn; an assistant turn is kept
     exactly as generated. ``taint`` is where content from outside first came in
-    (``{"source": tool, "at": call id}``), or ``None``: it stays until ``Agent.reset()``."""
+    (``{"source": tool, "at": call id}``), or ``None``: it stays until ``Agent.reset()``.
+    ``measured``: the engine's latest count of it, or ``None`` before one. The one change that is
+    not an append is compaction (:meth:`compact`), after which it is append-only again."""
 
     messages: list[dict[str, str]]
     calls_made: int = 0
     taint: dict[str, str] | None = None
+    measured: Measured | None = None
 
     def add(self, role: str, content: str) -> None:
         self.messages.append({"role": role, "content": content if role == "assistant" else neutralise(content)})
@@ -35,6 +54,43 @@ class Conversation:
     def new_call_id(self) -> str:
         self.calls_made += 1
         return f"call_{self.calls_made}"
+
+    def measure(self, sent: int, prompt_tokens: int) -> None:
+        """The engine counted the first ``sent`` messages as ``prompt_tokens`` (0: it did not say)."""
+        if prompt_tokens > 0:
+            size = sum(utf8_size(m["content"]) for m in self.messages[:sent])
+            # the template's own tokens make the rate lower than the text's; beyond these bounds
+            # the count is not of prose or JSON, and an estimate from it would mislead
+            self.measured = Measured(sent, prompt_tokens, min(max(size / prompt_tokens, 0.5), 8.0))
+
+    def compact(self, cut: int, summary: str) -> None:
+        """Replace messages ``1 .. cut-1`` (everything between the system message and
+        ``messages[cut]``) with one user message ``summary``. The engine's count no longer
+        holds; its bytes per token still do."""
+        self.messages[1:cut] = [{"role": "user", "content": neutralise(summary)}]
+        if self.measured is not None:
+            self.measured = Measured(0, 0, self.measured.bytes_per_token)
+
+    def copy(self) -> Conversation:
+        return Conversation([dict(m) for m in self.messages], self.calls_made, None if self.taint is None else dict(self.taint), self.measured)
+
+    def to_dict(self) -> dict[str, Any]:
+        """As a checkpoint holds it: ``messages``, ``calls_made``, ``taint``, ``measured``."""
+        measured = None if self.measured is None else self.measured.to_list()
+        return {"messages": [dict(m) for m in self.messages], "calls_made": self.calls_made, "taint": self.taint, "measured": measured}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Conversation:
+        """From :meth:`to_dict` (a checkpoint); ``measured`` is optional (older checkpoints)."""
+        m: Any = data.get("measured")
+        numbers = isinstance(m, list) and len(m) == 3 and all(isinstance(n, (int, float)) and not isinstance(n, bool) and n >= 0 for n in m)
+        measured = Measured(int(m[0]), int(m[1]), float(m[2])) if numbers and m[2] > 0 else None  # only a help: one that does not read is dropped
+        return cls([dict(x) for x in data["messages"]], data["calls_made"], data.get("taint"), measured)
+
+
+def utf8_size(text: str) -> int:
+    """The bytes of ``text`` in UTF-8 (a lone surrogate counts its three bytes)."""
+    return len(text.encode("utf-8", "surrogatepass"))
 
 
 @dataclass

@@ -19,7 +19,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from aerix import Abort, Agent, Hooks, tool
+from aerix import Abort, Agent, Hooks, Limits, tool
+from aerix.compaction import SUMMARY_SCHEMA
 from aerix.page import event_view
 from aerix.stores import MemoryStore
 from aerix.testing import Reply, ScriptedModel
@@ -121,6 +122,22 @@ async def record() -> dict[str, Any]:
     schema = {"type": "object", "properties": {"city": {"type": "string"}, "rain": {"type": "boolean"}}, "required": ["city", "rain"]}
     model = ScriptedModel([Reply(json.dumps({"thought": "known", "final": {"city": "Lisbon", "rain": True}}), chunk=4)])
     runs["output"] = await views(Agent(model=model, tools=[WEATHER], output=schema).run("Rain in Lisbon?"))
+
+    # A chat that outgrows its context (Limits.context_tokens): before a generation the model
+    # summarises the oldest turns, its summary's usage first, then `compact`.
+    def chatting(messages: list[dict[str, str]], options: dict[str, Any]) -> str:
+        if options["constraint"] == SUMMARY_SCHEMA:
+            return json.dumps({"summary": "The user asked about the rain in several cities; it rains in all of them."})
+        return final(f"It rains in {messages[-1]['content']}")
+
+    room = len(Agent(model=ScriptedModel([]), tools=[WEATHER]).system) + 1000  # the fake counts a character as a token
+    agent = Agent(model=ScriptedModel(chatting), tools=[WEATHER], limits=Limits(max_tokens=100, context_tokens=room))
+    for city in ("Lisbon", "Porto", "Coimbra", "Braga", "Faro", "Evora", "Aveiro", "Viseu", "Leiria", "Tomar", "Sintra", "Cascais"):
+        events = await views(agent.run(city))
+        if any(e["type"] == "compact" for e in events):
+            runs["compact"] = events
+            break
+    assert "compact" in runs, "no run compacted: make the context smaller"
     return runs
 
 

@@ -11,11 +11,13 @@ The package: ``record.py`` (the record), ``book.py`` (what the loop writes), ``l
     invoker      who started the run (``Invoker.to_dict()``), or None; an invoker's idempotency
                  keys are kept as ``<kind>:<id>/<key>``, so another invoker's same key is another run
     concurrency_key, source   as given to ``start``/``run`` (or None)
-    checkpoint   {messages, calls_made, taint, generations, refused_in_row, tokens, elapsed_s,
-                 pending, calls_seen}: the conversation and the loop's state after its last
-                 generation or tool result (None: not started); ``pending`` is
-                 ``state.Pending.to_dict()``, ``calls_seen`` ``state.CallsSeen.to_dict()`` (the
-                 repeat guard's memory; a checkpoint without it reads as a run with none)
+    conversation_id   the kept conversation the run continues (``Agent(conversation_id=...)``), or None
+    checkpoint   {messages, calls_made, taint, measured, generations, refused_in_row, tokens,
+                 elapsed_s, pending, calls_seen}: the conversation and the loop's state after its
+                 last generation, tool result or compaction (None: not started); ``pending`` is
+                 ``state.Pending.to_dict()``, ``measured`` the engine's count (``state.Measured``),
+                 ``calls_seen`` ``state.CallsSeen.to_dict()`` (the repeat guard's memory; a
+                 checkpoint without it reads as a run with none)
     ending       the ending event as a dict, once the run has ended
     approvals    approval id -> {id, call_id, title, body, created_at, timeout_s, decision};
                  decision {approved, reason, approver, answered_at}: an answer after

@@ -46,8 +46,7 @@ class Durable:
 
     async def checkpoint(self, conversation: Conversation, state: LoopState) -> None:
         self.record.status = "running"
-        messages = [dict(m) for m in conversation.messages]
-        self.record.checkpoint = {"messages": messages, "calls_made": conversation.calls_made, "taint": conversation.taint, **state.to_dict()}
+        self.record.checkpoint = {**conversation.to_dict(), **state.to_dict()}
         await self._save()
 
     async def close(self, conversation: Conversation, state: LoopState, stop: Stop) -> Stop:

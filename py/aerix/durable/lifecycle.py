@@ -95,7 +95,8 @@ class Runs:
         now = self.agent.clock()
         key = idempotency_key if invoker is None or idempotency_key is None else f"{invoker.kind}:{invoker.id}/{idempotency_key}"
         snapshot = None if invoker is None else invoker.to_dict()
-        record = RunRecord(run_id or uuid.uuid4().hex, prompt, "queued", key, now, now, invoker=snapshot, concurrency_key=concurrency_key, source=source)
+        kept = None if self.agent._kept is None else self.agent._kept.id
+        record = RunRecord(run_id or uuid.uuid4().hex, prompt, "queued", key, now, now, invoker=snapshot, concurrency_key=concurrency_key, source=source, conversation_id=kept)
         found = RunRecord.from_dict(await use_store("create_run", lambda: self.store.create_run(record.to_dict()), dict))
         named = f"idempotency key {idempotency_key!r}" if key is not None and found.idempotency_key == key else f"run id {found.id!r}"
         if found.prompt != prompt:  # a key names one request: another prompt is another run
@@ -161,16 +162,16 @@ class Runs:
             try:
                 await agent.state.load()  # the agent's state as the store has it now (agent_state.py)
                 if checkpoint is None:
-                    now = agent._conversation
-                    conversation = Conversation([dict(m) for m in now.messages], now.calls_made, now.taint)
-                    conversation.add("user", record.prompt)
+                    conversation = await self.starting_conversation(record)
                     state = LoopState()
                     await run.checkpoint(conversation, state)
             except AerixError as e:
+                if e.kind != "store":
+                    raise  # a kept conversation of other instructions: the developer's to fix
                 yield End("error", e.message)  # the store failed before the run began
                 return
             if checkpoint is not None:
-                conversation = Conversation([dict(m) for m in checkpoint["messages"]], checkpoint["calls_made"], checkpoint.get("taint"))
+                conversation = Conversation.from_dict(checkpoint)
                 state = LoopState.from_dict(checkpoint)
             agent._conversation = conversation
             loop = Loop(agent, conversation, state, signal, run, Invoker.of(record.invoker), source=record.source)
@@ -188,6 +189,18 @@ class Runs:
                     await lease.give_back()
                 self.current = None
                 agent._release()
+
+    async def starting_conversation(self, record: RunRecord) -> Conversation:
+        """A run that starts: the agent's conversation (a kept one read first, if not yet, and
+        written with the run's id: ``conversations.py``) and the run's prompt."""
+        agent, kept = self.agent, self.agent._kept
+        if kept is not None and not kept.loaded:
+            agent._conversation = await kept.read(agent.system)
+        conversation = agent._conversation.copy()
+        if kept is not None:
+            await kept.write(conversation, record.id)
+        conversation.add("user", record.prompt)
+        return conversation
 
     async def lease(self, record: RunRecord) -> Lease:
         """Take the run's lease (and its concurrency key's), or refuse ``busy`` naming the run."""

@@ -34,6 +34,7 @@ class RunRecord:
     invoker: dict[str, Any] | None = None
     concurrency_key: str | None = None
     source: str | None = None  # the channel the request came in on
+    conversation_id: str | None = None  # the kept conversation the run continues (conversations.py)
     error: str | None = None  # why a ``corrupt`` record could not be read
 
     def to_dict(self) -> dict[str, Any]:
@@ -52,6 +53,7 @@ class RunRecord:
                 "invoker": self.invoker,
                 "concurrency_key": self.concurrency_key,
                 "source": self.source,
+                "conversation_id": self.conversation_id,
             }
         )
 
@@ -77,6 +79,7 @@ class RunRecord:
             invoker=data.get("invoker"),
             concurrency_key=data.get("concurrency_key"),
             source=data.get("source"),
+            conversation_id=data.get("conversation_id"),
         )
 
     @property
@@ -102,7 +105,7 @@ def _unreadable(data: Any) -> str | None:
         return f"a record is an object, not {type(data).__name__}"
     if data.get("version", VERSION) != VERSION:
         return f"version {data.get('version')!r} (this aerix reads version {VERSION})"
-    kinds: dict[str, type | tuple[type, ...]] = {"id": str, "prompt": str, "status": str, "checkpoint": (dict, type(None)), "ending": (dict, type(None)), "approvals": (dict, type(None)), "invoker": (dict, type(None)), "concurrency_key": (str, type(None)), "source": (str, type(None))}
+    kinds: dict[str, type | tuple[type, ...]] = {"id": str, "prompt": str, "status": str, "checkpoint": (dict, type(None)), "ending": (dict, type(None)), "approvals": (dict, type(None)), "invoker": (dict, type(None)), "concurrency_key": (str, type(None)), "source": (str, type(None)), "conversation_id": (str, type(None))}
     for key, kind in kinds.items():
         if key in data and not isinstance(data[key], kind):
             return f"{key!r} is {type(data[key]).__name__}"

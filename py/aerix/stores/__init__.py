@@ -28,9 +28,10 @@ control time; the store keeps no clock of its own. Lease names are ``run:<run id
 ``key:<concurrency key>``; leases live apart from run records (``save_run`` never touches
 them).
 
-State. ``put_state`` keeps one JSON object per agent name (what ``aerix.agent_state`` writes),
-replacing the one before; ``get_state`` returns a copy of it, or ``None``. State lives apart
-from runs, effects and leases.
+State. ``put_state`` keeps one JSON object per key, replacing the one before; ``get_state``
+returns a copy of it, or ``None``. The keys are agent names (what ``aerix.agent_state`` writes)
+and ``conversation:<agent name>/<conversation id>`` (a kept conversation, ``aerix.conversations``):
+any string, then. State lives apart from runs, effects and leases.
 
 Artifacts. ``put_artifact`` keeps ``data`` under ``meta["id"]`` with its JSON ``meta`` (``id``,
 ``run_id``, ``media_type``, ``filename``, ``size``, ``sha256``); a put of an id already kept

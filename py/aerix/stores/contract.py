@@ -195,6 +195,16 @@ async def check_state_is_apart_from_runs(store: Any) -> None:
     assert await store.get_effect("r1") is None and await store.get_lease("r1") is None
 
 
+async def check_a_state_key_may_be_any_string(store: Any) -> None:
+    # kept conversations live beside agent states under keys no agent name can take
+    key = "conversation:planner/chat ✓ 1"
+    await store.put_state("planner", {"values": {}})
+    await store.put_state(key, {"version": 1, "messages": [{"role": "system", "content": "S"}], "run_id": None})
+    assert await store.get_state(key) == {"version": 1, "messages": [{"role": "system", "content": "S"}], "run_id": None}, "a key with ':', '/' and non-ASCII must read back"
+    assert await store.get_state("planner") == {"values": {}}, "another key is another state"
+
+
+
 # -- artifacts ------------------------------------------------------------------------------
 
 
@@ -266,6 +276,7 @@ CHECKS: tuple[Callable[[Any], Awaitable[None]], ...] = (
     check_state_is_kept_per_agent_name,
     check_the_callers_state_is_not_the_stored_one,
     check_state_is_apart_from_runs,
+    check_a_state_key_may_be_any_string,
     check_an_artifact_reads_back_byte_for_byte,
     check_a_missing_artifact_is_none,
     check_artifacts_are_listed_by_run_in_put_order,

@@ -1,0 +1,260 @@
+"""JavaScript options as Python: what ``create_agent`` of ``aerix.page`` builds an Agent from.
+
+Tools, hooks, trust flags, channels and tool policies may be JavaScript functions: each becomes a
+Python callable that calls it through ``aerix._js`` (JS tools and hooks get ``{signal, callId,
+approve, emit, artifacts, invoker}``, see ``_with_js_ctx``). Names may be camelCase
+(``maxTokens``, ``beforeCall``, ``keepTurns``); unknown ones are refused, naming what is known.
+"""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+from typing import Any, Awaitable, Callable
+
+from ._js import call_js, call_js_now, from_js, js_abort_signal, js_callable
+from .agent import Agent
+from .agent_state import models_from_field_maps
+from .channels import Message
+from .errors import AerixError
+from .page_artifacts import js_artifacts
+from .tools import ToolContext, WaitingForApproval, tool
+from .trust import Invoker, require_tool_permission
+
+__all__ = ["JsChannel", "agent_from_js", "as_dict", "js_channel"]
+
+_LIMIT_NAMES = {
+    "maxTokens": "max_tokens",
+    "resultChars": "result_chars",
+    "timeoutS": "timeout_s",
+    "maxTotalTokens": "max_total_tokens",
+    "repeatCalls": "repeat_calls",
+    "contextTokens": "context_tokens",
+}
+_COMPACTION_NAMES = {"keepTurns": "keep_turns", "summaryTokens": "summary_tokens"}
+_HOOK_NAMES = {"beforeCall": "before_call", "afterCall": "after_call", "onFinal": "on_final"}
+
+
+def agent_from_js(model: Any, options: Any) -> Agent:
+    """The Agent the JS options describe: ``{instructions, tools, limits, hooks, generation,
+    constrain, durable, store, name, onTainted, toolPolicy, output, channels, compaction,
+    conversationId}``; ``compaction`` is ``"model"``, ``"digest"``, ``null`` or ``{method,
+    keepTurns, summaryTokens}`` (aerix.compaction; ``limits.contextTokens`` turns it on); ``output`` is
+    ``{schema}`` (structured output); ``channels`` JS objects ``{name, out(message)}``;
+    ``state`` collection name -> field map (with ``id: {type: "string", required: true}``) and
+    ``stateTools`` (aerix.agent_state); ``toolPolicy`` is
+    ``{withoutInvoker: "allow" | "deny"}`` (aerix.require_tool_permission) or a function
+    ``(agent, tool, invoker) => boolean``."""
+    opts = as_dict(from_js(options), "agent options")
+    known = {"instructions", "tools", "limits", "hooks", "generation", "constrain", "durable", "store", "name", "onTainted", "toolPolicy", "output", "channels", "state", "stateTools", "compaction", "conversationId"}
+    unknown = sorted(set(opts) - known)
+    if unknown:
+        raise AerixError("options", f"unknown agent option(s) {unknown}; known: {sorted(known)}")
+    tools = [_js_tool(t) for t in (opts.get("tools") or [])]
+    limits = {_LIMIT_NAMES.get(k, k): v for k, v in as_dict(opts.get("limits"), "limits").items()}
+    hooks = {_HOOK_NAMES.get(k, k): _js_hook(k, fn) for k, fn in as_dict(opts.get("hooks"), "hooks").items()}
+    store = None
+    if opts.get("store") is not None or opts.get("durable"):
+        from .stores.indexeddb import IndexedDBStore
+
+        js_store = opts.get("store")
+        if isinstance(js_store, dict):  # a store object made in JS arrives as a dict of its methods
+            js_store = SimpleNamespace(**js_store)
+        store = IndexedDBStore(js_store)
+    agent = Agent(
+        model=model,
+        instructions=opts.get("instructions") or "",
+        tools=tools,
+        limits=limits,
+        generation=as_dict(opts.get("generation"), "generation") or None,
+        constrain=opts.get("constrain", True),
+        hooks=hooks,
+        store=store,
+        name=opts.get("name", "agent"),
+        on_tainted=opts.get("onTainted", "approve"),
+        tool_policy=_js_policy(opts.get("toolPolicy")),
+        output=_js_output(opts.get("output")),
+        state=models_from_field_maps(opts.get("state")),  # {todos: <a field map with id>}
+        state_tools=opts.get("stateTools", False),
+        channels=[js_channel(c) for c in _list(opts.get("channels"), "channels")],
+        compaction=_js_compaction(opts.get("compaction", "model")),
+        conversation_id=opts.get("conversationId"),
+    )
+    return agent
+
+
+class JsChannel:
+    """A channel made in JavaScript: ``out`` gets the message as a plain object ``{channel, body,
+    title, key}``; a Promise it returns is awaited, and what it throws is what ``emit`` raises."""
+
+    def __init__(self, name: Any, out: Any, call: Callable[..., Awaitable[Any]]) -> None:
+        self.name = name
+        self._out = out
+        self._call = call
+
+    def __repr__(self) -> str:
+        return f"JsChannel({self.name!r})"
+
+    async def out(self, message: Message) -> None:
+        await self._call(self._out, message.to_dict())
+
+
+def js_channel(spec: Any, call: Callable[..., Awaitable[Any]] = call_js) -> JsChannel:
+    """A JS channel option: a plain object ``{name, out}`` (a dict here; ``out`` is called without
+    its ``this``) or an instance of a class (its method ``out`` keeps it). ``call`` calls ``out``
+    (``call_js``; a test gives another)."""
+    if isinstance(spec, dict):
+        name, out = spec.get("name"), spec.get("out")
+    else:
+        name, out = getattr(spec, "name", None), getattr(spec, "out", None)
+    if out is None or not callable(out):
+        raise AerixError("options", f"channel {name!r} needs an out(message) function")
+    return JsChannel(name, out, call)
+
+
+def _list(value: Any, what: str) -> list[Any]:
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise AerixError("options", f"{what} must be an array, got {type(value).__name__}")
+    return value
+
+
+def _js_output(output: Any) -> Any:
+    """``output: {schema}``: the JSON Schema the final answer follows (aerix.output)."""
+    if output is None:
+        return None
+    spec = as_dict(output, "output")
+    if set(spec) != {"schema"}:
+        raise AerixError("options", f"output must be {{schema: <a JSON Schema>}}, got keys {sorted(spec)}")
+    return spec["schema"]
+
+
+def _js_compaction(value: Any) -> Any:
+    """``compaction``: a string or null as it is, ``{method, keepTurns, summaryTokens}`` as a dict."""
+    return {_COMPACTION_NAMES.get(k, k): v for k, v in value.items()} if isinstance(value, dict) else value
+
+
+def _js_policy(policy: Any) -> Any:
+    if policy is None:
+        return None
+    if isinstance(policy, dict):
+        unknown = sorted(set(policy) - {"withoutInvoker"})
+        if unknown:
+            raise AerixError("options", f"unknown toolPolicy option(s) {unknown}; known: ['withoutInvoker']")
+        return require_tool_permission(without_invoker=policy.get("withoutInvoker", "deny"))
+    if not callable(policy):
+        raise AerixError("options", "toolPolicy must be {withoutInvoker} or a function (agent, tool, invoker) => boolean")
+
+    def js_policy(agent: str, tool_name: str, invoker: Invoker | None) -> bool:
+        return call_js_now(policy, agent, tool_name, None if invoker is None else invoker.to_dict()) is True
+
+    return js_policy
+
+
+def as_dict(value: Any, what: str) -> dict[str, Any]:
+    """An option that must be an object (already converted by ``from_js``), or ``{}``."""
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise AerixError("options", f"{what} must be an object, got {type(value).__name__}")
+    return value
+
+
+def _js_tool(spec: Any) -> Any:
+    spec = as_dict(spec, "a tool")
+    run = spec.get("run")
+    if run is None or not callable(run):
+        raise AerixError("options", f"tool {spec.get('name')!r} needs a run function")
+    effect = bool(spec.get("effect", False))
+    applied = spec.get("alreadyApplied")
+    trust = as_dict(spec.get("trust"), "a tool's trust")
+    unknown = sorted(set(trust) - {"taint", "guardWhenTainted"})
+    if unknown:
+        raise AerixError("options", f"tool {spec.get('name')!r}: unknown trust key(s) {unknown}; known: ['taint', 'guardWhenTainted']")
+
+    async def run_js(input: dict[str, Any], ctx: ToolContext) -> Any:
+        return await _with_js_ctx(ctx, lambda js_ctx: call_js(run, input, js_ctx))
+
+    async def already_applied(key: str, input: dict[str, Any]) -> Any:
+        return await call_js(applied, key, input)
+
+    return tool(
+        name=spec.get("name"),
+        description=spec.get("description"),
+        input=spec.get("input") or {},
+        run=run_js,
+        effect=effect,
+        already_applied=already_applied if applied is not None else None,
+        trust={k: _js_flag(trust[j]) for k, j in (("taint", "taint"), ("guard_when_tainted", "guardWhenTainted")) if j in trust},
+        timeout_s=spec.get("timeoutS"),
+    )
+
+
+def _js_flag(flag: Any) -> Any:
+    """A trust flag from JavaScript: a boolean, or a function ``(input, ctx) => boolean``."""
+    if not callable(flag):
+        return flag
+
+    async def js_flag(input: dict[str, Any], ctx: ToolContext) -> Any:
+        return await _with_js_ctx(ctx, lambda js_ctx: call_js(flag, input, js_ctx))
+
+    return js_flag
+
+
+def _js_hook(name: str, fn: Any) -> Any:
+    if fn is None:
+        return None
+    if not callable(fn):
+        raise AerixError("options", f"hook {name} must be a function")
+
+    async def hook(*args: Any) -> Any:
+        plain = [a.to_dict() if hasattr(a, "to_dict") else a for a in args if not isinstance(a, ToolContext)]
+        ctx = next((a for a in args if isinstance(a, ToolContext)), None)
+        if ctx is None:
+            return await call_js(fn, *plain)
+        return await _with_js_ctx(ctx, lambda js_ctx: call_js(fn, *plain, js_ctx))
+
+    hook.__name__ = name
+    return hook
+
+
+async def _with_js_ctx(ctx: ToolContext, call: Any) -> Any:
+    """Call into JavaScript with ``{signal, callId, approve, emit, artifacts, invoker}``
+    (``artifacts``: page_artifacts.py).
+
+    ``approve`` pauses the run by raising through the JS code; JavaScript would turn that into
+    an ordinary error, so the pause is kept here and raised again once the JS call returns."""
+    waiting: list[WaitingForApproval] = []
+
+    async def approve(title: Any, body: Any = None, timeout_s: Any = None) -> dict[str, Any]:
+        try:
+            decision = await ctx.approve(str(title), None if body is None else str(body), float(timeout_s or 86400))
+        except WaitingForApproval as w:
+            waiting.append(w)
+            raise RuntimeError(f"the run waits for approval {w.approval['id']}") from None
+        return {"approved": decision.approved, "reason": decision.reason}
+
+    async def emit(channel: Any, body: Any, options: Any = None) -> dict[str, Any]:
+        opts = as_dict(options, "emit options")
+        message: Message = await ctx.channels.find_one(str(channel)).emit(body, title=opts.get("title"), key=opts.get("key"))
+        return message.to_dict()
+
+    approve_js, release_approve = js_callable(approve)
+    emit_js, release_emit = js_callable(emit)
+    artifacts_js, release_artifacts = js_artifacts(ctx.artifacts)
+    signal, release_signal = js_abort_signal(ctx.signal)  # for this call only: released below
+    try:
+        invoker = None if ctx.invoker is None else ctx.invoker.to_dict()
+        value = await call({"signal": signal, "callId": ctx.call_id, "approve": approve_js, "emit": emit_js, "artifacts": artifacts_js, "invoker": invoker})
+    except BaseException:
+        if waiting:
+            raise waiting[0] from None
+        raise
+    finally:
+        release_signal()
+        release_approve()
+        release_emit()
+        release_artifacts()
+    if waiting:  # the JS code caught the pause and went on: the run still waits
+        raise waiting[0]
+    return value

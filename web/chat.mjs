@@ -30,13 +30,16 @@
  *   artifacts  [{id, mediaType, filename, size, callId}]: this run's files (`callId` null for
  *              an attachment)
  *   runId      the run's durable id once known (sent with `{runId}`, or told by `waiting`)
+ *   compactions how many times the conversation's oldest turns were compacted into a summary
+ *              (`compact` events: the model sees the summary, `messages` still shows them all)
  *
  * `answer`, `ending`, `error`, `thought`, `calls`, `artifacts` and `runId` belong to the run:
- * they start again at each `send`. `messages`, `usage`, `taint` and `approvals` last until `reset`.
+ * they start again at each `send`. `messages`, `usage`, `taint`, `approvals` and `compactions` last
+until `reset`.
  *
  * Besides the agent's events, `reduce` takes the store's own actions, typed "chat.*":
  * `chat.send {text, runId?}` (a prompt is sent), `chat.recovered {runId, prompt}` (a run found
- * waiting after a reload), `chat.approve {approvalId}` and `chat.resume {runId, prompt?}` (a run
+ * waiting after a reload), `chat.reopened {messages}` (a kept conversation is back, `reopen()`), `chat.approve {approvalId}` and `chat.resume {runId, prompt?}` (a run
  * goes on), `chat.error {error}`, `chat.done` (the run's events stopped) and `chat.reset`.
  *
  * @module chat
@@ -60,6 +63,7 @@ export const initialState = freeze({
   taint: null,
   artifacts: freeze([]),
   runId: null,
+  compactions: 0,
 });
 
 const RUN = { answer: "", ending: null, error: null, thought: null, calls: freeze([]), artifacts: freeze([]) };
@@ -108,6 +112,7 @@ const STEPS = {
     const { name = "Error", kind = null, reason = null, message = String(a.error) } = a.error ?? {};
     return next(s, { status: "error", error: freeze({ name, kind, reason, message }) });
   },
+  "chat.reopened": (s, a) => next(s, { messages: freeze(a.messages.map((m) => freeze(message(m.role, m.text, { output: m.output })))) }),
   "chat.done": (s) => (s.status === "running" ? next(s, { status: "idle" }) : s),
   "chat.reset": () => initialState,
 
@@ -131,6 +136,7 @@ const STEPS = {
     return next(s, { artifacts: append(s.artifacts, { id, mediaType, filename, size, callId: running?.id ?? null }) });
   },
   taint: (s, ev) => next(s, { taint: freeze({ ...ev }) }),
+  compact: (s) => next(s, { compactions: s.compactions + 1 }),
   waiting: (s, ev) => {
     const known = withRunId(s, ev.runId);
     const { runId, approvalId, title, body = null } = ev;
@@ -283,6 +289,16 @@ export function chat(agent, { onEvent } = {}) {
       dispatch({ type: "chat.resume", runId, prompt: prompts.get(runId) ?? null });
       prompts.delete(runId);
       return consume((own) => agent.resume(runId, { signal: own }), signal);
+    },
+    /**
+     * After a reload: the agent's kept conversation (an agent with `conversationId` and a store)
+     * back in `messages`, as a person reads it (prompts and answers). Resolves with the state.
+     */
+    async reopen() {
+      if (running) throw busy();
+      await agent.reopen();
+      dispatch({ type: "chat.reopened", messages: await agent.transcript() });
+      return state;
     },
     /** Stop the running run, forget the conversation (the agent's too) and start again. */
     async reset() {

@@ -107,6 +107,9 @@ function remoteAgent(peer, options) {
     runs: () => call("runs"),
     recover: () => call("recover"),
     reset: () => call("reset"),
+    load: (messages) => call("load", messages),
+    reopen: () => call("reopen"),
+    transcript: () => call("transcript"),
     get messages() {
       return state.messages;
     },

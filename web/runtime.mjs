@@ -52,10 +52,20 @@ export async function bootHere({ model, cache = true, base = HERE, engine: engin
     timings,
     worker: false,
     /** Build an agent; the options are those of `aerix.Agent`, in camelCase where they differ. */
-    agent: (options = {}) => wrapAgent(page.create_agent(jsModel, withModuleTools(options)), !!(options.durable || options.store)),
+    agent: (options = {}) => wrapAgent(page.create_agent(jsModel, withContext(withModuleTools(options), eng)), !!(options.durable || options.store)),
     /** Run Python code in this runtime; its value as plain JavaScript (dicts as objects). */
     runPython: async (code) => plain(await pyodide.runPythonAsync(String(code))),
   };
+}
+
+/**
+ * `limits.contextTokens` defaults to the in-page engine's context (`n_ctx`), so a long chat is
+ * compacted before it overflows (aerix.compaction); `contextTokens: null` turns that off.
+ */
+function withContext(options, engine) {
+  const nCtx = engine?.info?.n_ctx;
+  if (!(nCtx > 0) || options?.limits?.contextTokens !== undefined) return options;
+  return { ...options, limits: { ...(options.limits ?? {}), contextTokens: nCtx } };
 }
 
 /** A Python value as plain JavaScript, the proxy released. */
@@ -254,6 +264,15 @@ function wrapAgent(agent, durable) {
     /** After a reload: runs left running are marked interrupted; returns those that can be resumed. */
     recover: () => py.recover(),
     reset: () => py.reset(),
+    /**
+     * Restore an exported conversation (`messages` as `agent.messages` gives them); a bad one
+     * rejects with an AerixError of kind "options" naming what is wrong.
+     */
+    load: (messages) => py.load(messages),
+    /** With `conversationId` and a store: the kept conversation, back after a reload (its messages). */
+    reopen: () => py.reopen(),
+    /** The conversation as a person reads it: `[{role, text, output?}]`, prompts and answers only. */
+    transcript: () => py.transcript(),
     get messages() {
       return py.messages();
     },

@@ -19,7 +19,7 @@ const agents = new Map(); // id -> the agent as runtime.mjs wraps it
 let nextAgent = 1;
 
 // methods of the agent facade the page may call, and which of them stream events
-const CALLS = new Set(["start", "artifact", "artifacts", "choose", "drain", "runs", "recover", "reset", "interrupt"]);
+const CALLS = new Set(["start", "artifact", "artifacts", "choose", "drain", "runs", "recover", "reset", "load", "reopen", "transcript", "interrupt"]);
 const STREAMS = new Set(["run", "resume", "approve"]);
 
 function agentOf(id) {

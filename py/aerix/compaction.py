@@ -48,7 +48,7 @@ if TYPE_CHECKING:
     from .limits import Limits
     from .loop import Loop
 
-__all__ = ["BYTES_PER_TOKEN", "Compaction", "SUMMARY_ASK", "SUMMARY_SCHEMA", "compact", "digest", "estimate", "prompt_tokens", "reply_object"]
+__all__ = ["BYTES_PER_TOKEN", "COMPACTED_HEAD", "Compaction", "SUMMARY_ASK", "SUMMARY_SCHEMA", "compact", "digest", "estimate", "prompt_tokens", "reply_object"]
 
 BYTES_PER_TOKEN = 2.0  # before the engine's first count: fewer than prose or JSON take in common tokenizers
 _MARGIN = 0.8  # what the engine has not counted yet is taken at 80 % of its measured bytes per token
@@ -69,7 +69,8 @@ SUMMARY_ASK = (
 )
 """The user message that asks for the summary, after the messages it replaces."""
 
-_HEAD = "Earlier in this conversation (compacted to make room): "
+# the start of the message that stands for the compacted turns (conversations.transcript skips it)
+COMPACTED_HEAD = _HEAD = "Earlier in this conversation (compacted to make room): "
 _SUMMARY_HEAD = _HEAD + "your summary of it.\n\n"
 _DIGEST_HEAD = _HEAD + 'a digest, a JSON object a line ("length": the characters before it was shortened).\n\n'
 _NOTE = re.compile(r"Your last turn was (refused \(.*\)\. Answer with one JSON object that follows the turn contract|cut off at \d+ tokens before it ended\. Write a shorter turn)\.", re.S)

@@ -25,6 +25,7 @@ taint: a loaded conversation that holds tool results counts as tainted (``source
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
@@ -35,7 +36,7 @@ from .errors import AerixError
 from .state import Conversation, Pending
 from .turn import neutralise, results_message
 
-__all__ = ["KeptConversation", "VERSION", "conversation_from"]
+__all__ = ["KeptConversation", "VERSION", "conversation_from", "transcript"]
 
 VERSION = 1
 _ID = re.compile(r"^[^\x00-\x1f]{1,200}$")
@@ -150,3 +151,28 @@ def conversation_from(messages: Any, system: str) -> Conversation:
 
 def _calls_of(text: str) -> Any:
     return reply_object(text).get("calls")
+
+
+def transcript(messages: list[dict[str, str]]) -> list[dict[str, Any]]:
+    """A conversation as a person reads it (a chat UI after a reload): the user's prompts and the
+    final answers, ``{role, text}`` (an answer that is an object also as ``output``). Left out: the
+    system message, the turns that call tools and the results that answer them, the loop's notes to
+    the model, and a compaction's summary (and its request), which stand for earlier turns."""
+    from .compaction import COMPACTED_HEAD, SUMMARY_ASK
+
+    out: list[dict[str, Any]] = []
+    for m in messages[1:]:
+        content = m["content"]
+        if m["role"] == "assistant":
+            turn = reply_object(content)
+            if "final" in turn:
+                final = turn["final"]
+                out.append({"role": "assistant", "text": final} if isinstance(final, str) else {"role": "assistant", "text": json.dumps(final, ensure_ascii=False), "output": final})
+            continue
+        if content == SUMMARY_ASK or content.startswith((COMPACTED_HEAD, _NOTE)) or "results" in reply_object(content):
+            continue
+        out.append({"role": "user", "text": content})
+    return out
+
+
+_NOTE = "Your last turn was "  # turn.refused_note and turn.cut_note

@@ -26,6 +26,7 @@ from .durable import RunRecord
 from .errors import AerixError
 from .events import Event
 from .page_artifacts import artifact_view, attachments_from_js
+from .conversations import transcript
 from .page_options import JsChannel, agent_from_js, as_dict, js_channel
 
 __all__ = ["JsChannel", "PageAgent", "create_agent", "event_view", "js_channel", "run_view", "server_model"]
@@ -149,6 +150,11 @@ class PageAgent:
     @js_facing
     async def reopen(self) -> list[dict[str, str]]:
         return await self.agent.reopen()
+
+    @js_facing
+    def transcript(self) -> list[dict[str, Any]]:
+        """The conversation as a person reads it: prompts and answers (``conversations.transcript``)."""
+        return transcript(self.agent.messages)
 
     @js_facing
     def system(self) -> str:

@@ -398,3 +398,24 @@ describe("chat(agent)", () => {
     assert.ok(thrown.length > 0 && thrown.every((e) => e.message === "a bad view"));
   });
 });
+
+describe("long chats: compaction and reopen", () => {
+  test("each compact event of a recorded run is counted, and the messages stay whole", () => {
+    const seen = states(RUNS.compact);
+    const count = RUNS.compact.filter((e) => e.type === "compact").length;
+    assert.ok(count >= 1, "the recorded run compacts");
+    assert.equal(last(seen).compactions, count);
+    assert.equal(reduce(last(seen), { type: "chat.reset" }).compactions, 0);
+  });
+
+  test("reopen() puts the agent's transcript in messages after a reload", async () => {
+    const transcript = [{ role: "user", text: "Umbrella?" }, { role: "assistant", text: "Yes." }, { role: "assistant", text: "{\"a\":1}", output: { a: 1 } }];
+    const called = [];
+    const agent = { reopen: async () => called.push("reopen"), transcript: async () => (called.push("transcript"), transcript) };
+    const store = chat(agent);
+    const state = await store.reopen();
+    assert.deepEqual(called, ["reopen", "transcript"]);
+    assert.deepEqual(state.messages, transcript);
+    assertFrozen(state);
+  });
+});

@@ -213,3 +213,25 @@ async def test_load_refuses_bad_messages_naming_what_is_wrong(messages, why):
         await agent.load(messages)
     assert e.value.kind == "options" and why in e.value.message
     assert agent.messages == [{"role": "system", "content": SYSTEM}]  # nothing changed
+
+
+async def test_the_transcript_is_what_a_person_reads_prompts_and_answers_only():
+    from aerix.compaction import COMPACTED_HEAD
+    from aerix.conversations import transcript
+    from aerix.turn import refused_note
+
+    agent = agent_on(MemoryStore())
+    await agent.ask("first")
+    await agent.ask("second")
+    assert transcript(agent.messages) == [
+        {"role": "user", "text": "first"},
+        {"role": "assistant", "text": "first"},
+        {"role": "user", "text": "second"},
+        {"role": "assistant", "text": "first / second"},
+    ]
+    # a compaction's message, a note to the model and a structured answer
+    system = agent.messages[0]
+    messages = [system, {"role": "user", "content": COMPACTED_HEAD + "your summary of it.\n\nthey asked twice"}, {"role": "user", "content": "third"},
+                {"role": "assistant", "content": "not json"}, {"role": "user", "content": refused_note("bad JSON")},
+                {"role": "assistant", "content": json.dumps({"final": {"city": "Porto"}})}]  # fmt: skip
+    assert transcript(messages) == [{"role": "user", "text": "third"}, {"role": "assistant", "text": '{"city": "Porto"}', "output": {"city": "Porto"}}]

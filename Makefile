@@ -48,6 +48,12 @@ build: $(SITE)/.built
 serve: build
 	$(PY) -m build.serve --port $(PORT)
 
+# The runtime alone, for a site of your own: dist/aerix-<version>/ and its .tar.gz (build/dist.py;
+# the README.txt inside says how to serve it). No demo, no model.
+.PHONY: dist
+dist: build
+	$(PY) -m build.dist
+
 # -- the main job ------------------------------------------------------------------------
 
 # Serves the demo, runs an agent in it in headless Chromium, prints the transcript, then keeps

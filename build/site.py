@@ -157,20 +157,26 @@ def pyodide_info() -> dict[str, str]:
 # --- steps ---------------------------------------------------------------------------
 
 
+# Pyodide's core, as the site has it under pyodide/ (build/dist.py ships the same files). The
+# bundled pyodide-lock.json points at CDN wheels (pydantic 2.12) we must not use, and pyodide.js
+# (the classic-script build) is not needed by a page that imports pyodide.mjs.
+PYODIDE_CORE = ("pyodide.mjs", "pyodide.asm.mjs", "pyodide.asm.wasm", "python_stdlib.zip")
+# wllama as the site has it under wllama/: index.js imports nothing and inlines its worker; the
+# wasm path is passed by the caller. The only URLs it knows are the compat build on a CDN (off
+# with setCompat(null)) and Hugging Face.
+WLLAMA_FILES = {"index.js": "index.js", "wllama.wasm": "wasm/wllama.wasm"}  # site name: path under esm/
+
+
 def copy_pyodide() -> None:
     src = npm_package("pyodide")
-    # The core only: the bundled pyodide-lock.json points at CDN wheels (pydantic 2.12) we must not use,
-    # and pyodide.js (the classic-script build) is not needed by a page that imports pyodide.mjs.
-    for name in ["pyodide.mjs", "pyodide.asm.mjs", "pyodide.asm.wasm", "python_stdlib.zip"]:
+    for name in PYODIDE_CORE:
         copy_if_changed(src / name, SITE / "pyodide" / name)
 
 
 def copy_wllama() -> None:
     src = npm_package("@wllama/wllama") / "esm"
-    # index.js imports nothing and inlines its worker; the wasm path is passed by the caller.
-    # The only URLs it knows are the compat build on a CDN (off with setCompat(null)) and Hugging Face.
-    copy_if_changed(src / "index.js", SITE / "wllama" / "index.js")
-    copy_if_changed(src / "wasm" / "wllama.wasm", SITE / "wllama" / "wllama.wasm")
+    for name, path in WLLAMA_FILES.items():
+        copy_if_changed(src / path, SITE / "wllama" / name)
 
 
 def copy_web() -> None:

@@ -77,6 +77,17 @@ const message = (role, text, extra) => {
   return m;
 };
 
+/**
+ * A run's prompt in the messages: the last message when it is that prompt already (a reopened
+ * conversation holds the prompt of a run a reload left waiting or interrupted), else appended.
+ */
+function withPrompt(state, text, runId) {
+  const last = state.messages.length - 1;
+  const prompt = state.messages[last];
+  if (prompt?.role === "user" && prompt.text === text) return replace(state.messages, last, message("user", text, { runId }));
+  return append(state.messages, message("user", text, { runId }));
+}
+
 /** A durable run's id, once the state learns it: the prompt that started the run gets it too. */
 function withRunId(state, runId) {
   if (!runId || state.runId === runId) return state;
@@ -98,15 +109,15 @@ function upsertCall(calls, { id, tool, input }, result) {
 const STEPS = {
   // -- the store's own actions --
   "chat.send": (s, a) => next(s, { ...RUN, status: "running", runId: a.runId ?? null, messages: append(s.messages, message("user", a.text, { runId: a.runId })) }),
-  "chat.recovered": (s, a) => next(s, { ...RUN, status: "idle", runId: a.runId, messages: append(s.messages, message("user", a.prompt, { runId: a.runId })) }),
+  "chat.recovered": (s, a) => next(s, { ...RUN, status: "idle", runId: a.runId, messages: withPrompt(s, a.prompt, a.runId) }),
   "chat.approve": (s, a) => {
     const approval = s.approvals.find((x) => x.approvalId === a.approvalId);
     const approvals = freeze(s.approvals.filter((x) => x !== approval));
     return next(s, { status: "running", ending: null, error: null, approvals, runId: approval?.runId ?? s.runId });
   },
   "chat.resume": (s, a) => {
-    const resumed = a.prompt == null ? s : STEPS["chat.send"](s, { text: a.prompt, runId: a.runId });
-    return next(resumed, { status: "running", ending: null, error: null, runId: a.runId });
+    const messages = a.prompt == null ? s.messages : withPrompt(s, a.prompt, a.runId);
+    return next(s, { ...(a.prompt == null ? {} : RUN), messages, status: "running", ending: null, error: null, runId: a.runId });
   },
   "chat.error": (s, a) => {
     const { name = "Error", kind = null, reason = null, message = String(a.error) } = a.error ?? {};

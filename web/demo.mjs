@@ -102,13 +102,22 @@ $("untrusted").addEventListener("change", () => localStorage.setItem("aerix-demo
 const TRUST = { weather: { taint: untrusted }, time: { taint: untrusted }, save_note: { guardWhenTainted: untrusted } };
 const tools = demoTools.map((t) => (TRUST[t.name] ? { ...t, trust: TRUST[t.name] } : t));
 
-// One durable agent per setting of the constraint box; runs live in IndexedDB, so a reload can
-// resume them. The approval box is read at each call, so a waiting run keeps its gate.
+// Two desks, two agents with their own conversations: with the routing box on, each prompt goes
+// to the desk the model scores higher (agent.choose). Both have the tools and instructions the
+// bundled model was trained on; the bundled model was not trained to route, so its scores show
+// the mechanism more than good judgement.
+const DESKS = { travel: "the travel desk: weather, local time, unit conversion", notes: "the notes desk: saving notes and arithmetic" };
+
+// One durable agent per desk and setting of the constraint box; runs live in IndexedDB, so a
+// reload can resume them, and so does each conversation (conversationId): a reload reopens it.
+// A long chat is compacted into a digest (the bundled model was not trained to summarise). The
+// approval box is read at each call, so a waiting run keeps its gate.
 const agents = new Map();
-function agentFor(constrain) {
-  if (!agents.has(constrain)) {
+function agentFor(constrain, desk = "travel") {
+  const key = `${desk}:${constrain ? "constrained" : "free"}`;
+  if (!agents.has(key)) {
     agents.set(
-      constrain,
+      key,
       aerix.agent({
         instructions: INSTRUCTIONS,
         tools,
@@ -116,6 +125,8 @@ function agentFor(constrain) {
         generation: { temperature: 0 }, // the bundled model is small: greedy is what its eval measures
         constrain,
         durable: true,
+        conversationId: `demo-${key}`,
+        compaction: "digest",
         channels: [{ name: "toast", out: showToast }],
         hooks: {
           beforeCall: async (call, ctx) => {
@@ -127,9 +138,26 @@ function agentFor(constrain) {
       }),
     );
   }
-  return agents.get(constrain);
+  return agents.get(key);
 }
-window.demo.agent = () => agentFor($("constrain").checked); // the agent the next prompt goes to
+let desk = "travel"; // the desk the last prompt went to
+let routed = null; // {scores, desk} of the last prompt, when it was routed
+window.demo.agent = () => agentFor($("constrain").checked, desk); // the agent the last prompt went to
+
+/** The desk for a prompt: by the model's scores when the routing box is on (shown as a card). */
+async function route(prompt) {
+  if (!$("route").checked) return "travel";
+  const names = Object.keys(DESKS);
+  try {
+    const scores = await agentFor(true).choose(prompt, Object.values(DESKS));
+    const chosen = names[Object.values(DESKS).indexOf(Object.entries(scores).sort((a, b) => b[1] - a[1])[0][0])];
+    window.demo.route = routed = { scores, desk: chosen };
+    return chosen;
+  } catch (e) {
+    problems.push(`Routing failed (${e.message}); the travel desk takes it.`);
+    return "travel";
+  }
+}
 
 // -- the log: drawn from the chat store's state ------------------------------------------------
 
@@ -164,6 +192,10 @@ function views(state) {
   const out = [];
   const card = (key, kind, title, body, more = {}) => out.push({ key, kind, title, body: body ?? "", ...more });
   for (const run of interrupted) card(`interrupted:${run.id}`, "interrupted", `Interrupted run · ${run.status}`, run.prompt, { resume: run });
+  if (routed) {
+    const scores = Object.entries(routed.scores).map(([option, p]) => `${(p * 100).toFixed(1)} %  ${option}`).join("\n");
+    card("route", "call", `Routed to the ${routed.desk} desk · agent.choose`, scores);
+  }
   const lastPrompt = state.messages.findLastIndex((m) => m.role === "user");
   const message = (m, i) => (m.role === "user" ? card(`m${i}`, "prompt", "You", m.text) : card(`m${i}`, "final", "Answer", m.text));
   state.messages.slice(0, lastPrompt + 1).forEach(message); // earlier turns of the conversation, then this run's prompt
@@ -323,16 +355,21 @@ $("ask").addEventListener("submit", async (event) => {
   interrupted = [];
   const attachments = [...$("files").files]; // kept as the run's first artifacts
   $("files").value = "";
-  const store = showStore(storeFor(agentFor($("constrain").checked)));
+  window.demo.running = true;
+  routed = window.demo.route = null;
+  desk = await route(prompt);
+  const store = showStore(storeFor(agentFor($("constrain").checked, desk)));
   await drive(store.send(prompt, attachments.length ? { attachments } : {}));
 });
 
 $("stop").addEventListener("click", () => shown?.stop());
 
-// Runs a reload, a closed tab or a crash left behind: a waiting one joins the store (its prompt
-// and its approval card); the others are offered for resume.
+// After a reload: the last chat comes back (its kept conversation), then the runs a reload, a
+// closed tab or a crash left behind: a waiting one joins the store (its prompt and its approval
+// card); the others are offered for resume.
 if (aerix) {
   const store = showStore(storeFor(agentFor(true)));
+  await store.reopen().catch((e) => problems.push(`Could not reopen the last chat: ${e.message}`));
   interrupted = (await store.recover()).filter((run) => !run.approval);
   draw();
   $("run").disabled = false;

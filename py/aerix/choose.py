@@ -8,10 +8,12 @@ The method: one generation, apart from the conversation (which it neither sends 
 The system message is the agent's instructions and one rule; the user message is the question
 and the options labelled A, B, C, ... (:func:`choice_messages`). The engine is asked for the
 log-probabilities of the reply's first tokens (``options["top_logprobs"]``, see
-:mod:`aerix.model`) with no constraint and ``max_tokens`` 4. At the first token that is not
-blank, each label's probability is read from the likeliest tokens the engine lists there (a
-token that is the label with blanks around it counts for it: ``"A"`` and ``" A"`` are one
-answer). A label the list leaves out gets the floor: the most it could have, the smaller of the
+:mod:`aerix.model`), ``max_tokens`` 4, under a constraint that the reply is one of the labels
+(a JSON string: ``"A"``), so the engine samples a label and never stray bytes. The engine reports
+the model's own distribution, before the constraint. At the first token that is not blank or the
+string's opening quote, each label's probability is read from the likeliest tokens the engine
+lists there (a token that is the label with blanks or the quote around it counts for it: ``A``,
+``" A"`` and ``"A`` are one answer). A label the list leaves out gets the floor: the most it could have, the smaller of the
 least likely listed token's probability and the mass the list leaves out. The scores are those
 probabilities normalised over the options (:func:`scores_from`).
 
@@ -63,7 +65,7 @@ async def choose(agent: Agent, question: str, options: Sequence[str], signal: An
     timeout = agent.limits.timeout_s
     timer = None if timeout is None else asyncio.get_running_loop().call_later(timeout, abort.abort, f"choose ran past the agent's timeout_s ({timeout:g} s)")
     request = {
-        "max_tokens": MAX_TOKENS, "constraint": None, "signal": abort, "generation": dict(agent.generation),
+        "max_tokens": MAX_TOKENS, "constraint": {"type": "string", "enum": list(labels)}, "signal": abort, "generation": dict(agent.generation),
         "time_left_s": timeout, "top_logprobs": top_logprobs,
     }
     try:
@@ -74,7 +76,7 @@ async def choose(agent: Agent, question: str, options: Sequence[str], signal: An
         abort.close()
     if entries is None:
         raise AerixError("options", _NO_LOGPROBS)
-    answer = next((e for e in entries if isinstance(e, dict) and str(e.get("token", "")).strip()), None)
+    answer = next((e for e in entries if isinstance(e, dict) and _bare(str(e.get("token", "")))), None)
     scores = None if answer is None else scores_from(answer, labels)
     if scores is None:
         raise AerixError("output", f"the model did not answer with an option's letter: {_seen(answer, top_logprobs)}")
@@ -103,8 +105,8 @@ def scores_from(entry: dict[str, Any], labels: Sequence[str]) -> dict[str, float
         seen.setdefault(token, p)  # the token generated, in case the list left it out
     mass = dict.fromkeys(labels, 0.0)
     for token, p in seen.items():
-        if token.strip() in mass:
-            mass[token.strip()] += p
+        if _bare(token) in mass:
+            mass[_bare(token)] += p
     if not any(mass.values()):
         return None
     # a token the list leaves out is no likelier than the least likely listed, nor than what is left
@@ -112,6 +114,11 @@ def scores_from(entry: dict[str, Any], labels: Sequence[str]) -> dict[str, float
     probs = {label: p if p > 0 else floor for label, p in mass.items()}
     total = sum(probs.values())
     return {label: p / total for label, p in probs.items()}
+
+
+def _bare(token: str) -> str:
+    """A token without the blanks and the JSON string quote around a label."""
+    return token.strip().strip('"').strip()
 
 
 def _listed(items: Any) -> list[tuple[str, float]]:

@@ -419,3 +419,15 @@ describe("long chats: compaction and reopen", () => {
     assertFrozen(state);
   });
 });
+
+test("a recovered or resumed run whose prompt the reopened conversation ends with is not shown twice", () => {
+  let state = reduce(initialState, { type: "chat.reopened", messages: [{ role: "user", text: "Hi" }, { role: "assistant", text: "Hello." }, { role: "user", text: "Save a note" }] });
+  state = reduce(state, { type: "chat.recovered", runId: "r2", prompt: "Save a note" });
+  assert.deepEqual(state.messages.map((m) => [m.role, m.text, m.runId]), [["user", "Hi", undefined], ["assistant", "Hello.", undefined], ["user", "Save a note", "r2"]]);
+  state = reduce(state, { type: "chat.resume", runId: "r2", prompt: "Save a note" });
+  assert.equal(state.messages.length, 3);
+  assert.equal(state.status, "running");
+  // a prompt the conversation does not end with is appended
+  state = reduce(state, { type: "chat.resume", runId: "r3", prompt: "Another" });
+  assert.deepEqual(state.messages.at(-1), { role: "user", text: "Another", runId: "r3" });
+});

@@ -61,6 +61,14 @@ async def test_blank_tokens_before_the_answer_are_passed_over():
     assert list(scores.values()) == pytest.approx(softmax(-2.5, -0.1))
 
 
+async def test_the_json_string_quote_before_the_label_is_passed_over_and_a_quoted_label_counts():
+    # under the enum constraint the reply is a JSON string: its quote comes first, or with the letter
+    model = scored({'"': -0.001}, {"B": -0.3, '"A': -1.5, "A": -2.0})
+    scores = await Agent(model=model).choose("q?", ["x", "y"])
+    p_a = math.exp(-1.5) + math.exp(-2.0)
+    assert scores["x"] == pytest.approx(p_a / (p_a + math.exp(-0.3)))
+
+
 async def test_what_the_model_is_sent_and_that_the_conversation_is_unchanged():
     model = ScriptedModel([final("hello"), Reply("A", logprobs=[{"A": -0.1, "B": -2.3}])])
     agent = Agent(model=model, instructions="You route requests to helpers.", generation={"temperature": 0.2}, limits={"timeout_s": 30})
@@ -72,7 +80,7 @@ async def test_what_the_model_is_sent_and_that_the_conversation_is_unchanged():
     assert call.messages == choice_messages("You route requests to helpers.", "Is it raining in Lisbon?", ["weather", "notes"])
     assert call.messages[0]["content"].startswith("You route requests to helpers.\n\n")
     options = {k: v for k, v in call.options.items() if k != "signal"}
-    assert options == {"max_tokens": MAX_TOKENS, "constraint": None, "generation": {"temperature": 0.2}, "time_left_s": 30, "top_logprobs": 20}
+    assert options == {"max_tokens": MAX_TOKENS, "constraint": {"type": "string", "enum": ["A", "B"]}, "generation": {"temperature": 0.2}, "time_left_s": 30, "top_logprobs": 20}
 
 
 def test_the_choice_prompt_golden():
@@ -166,12 +174,12 @@ def server(*bodies: str) -> tuple[OpenAIModel, MockTransport]:
     return OpenAIModel("http://server.test/v1", "tiny", transport=transport), transport
 
 
-async def test_the_request_asks_for_logprobs_and_no_constraint():
+async def test_the_request_asks_for_logprobs_under_a_labels_constraint():
     model, transport = server((STREAMS / "llama-server-logprobs.sse").read_text(encoding="utf-8"))
     await Agent(model=model, tools=[], generation={"seed": 7}).choose("q?", ["a", "b"], top_logprobs=6)
     body = transport.requests[0].json()
     assert (body["logprobs"], body["top_logprobs"], body["max_tokens"], body["seed"]) == (True, 6, MAX_TOKENS, 7)
-    assert "response_format" not in body and len(body["messages"]) == 2
+    assert body["response_format"]["json_schema"]["schema"] == {"type": "string", "enum": ["A", "B"]} and len(body["messages"]) == 2
 
 
 async def test_a_llama_server_stream_is_parsed_into_scores():

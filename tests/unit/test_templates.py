@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 
+import jinja2
 import pytest
 from gguf import GGUFReader, TokenType
 from test_turn import golden
@@ -92,6 +93,24 @@ def test_qwen3_without_thinking_opens_the_reply_with_an_empty_think_block() -> N
 def test_llama3_dates_the_system_header_with_the_date_it_is_given() -> None:
     assert "Today Date: 26 Jul 2024\n\n" in render(LLAMA3, TURN1)  # the template's default
     assert "Today Date: 01 Dec 2026\n\n" in render(LLAMA3, TURN1, date_string="01 Dec 2026")  # llama.cpp's: today
+
+
+# aerix's loop adds a note as a user message right after the user message of a turn it dropped (a
+# cut or unusable generation), and a run that ended before a reply leaves a user message last.
+REFUSE_REPEATED_ROLES = {"gemma", "mistral"}
+
+
+@pytest.mark.parametrize("chat", FAMILIES, ids=lambda c: c.name)
+def test_which_templates_refuse_two_user_messages_in_a_row(chat: Chat) -> None:
+    note = {"role": "user", "content": "Your turn was cut; answer again, shorter."}
+    if chat.name in REFUSE_REPEATED_ROLES:
+        with pytest.raises(jinja2.TemplateError, match="roles must alternate"):
+            render(chat, [SYSTEM, USER1, note])
+    else:
+        render(chat, [SYSTEM, USER1, note])
+    # joined into one message, as the engine should send them, every family takes them
+    joined = {"role": "user", "content": USER1["content"] + "\n\n" + note["content"]}
+    assert joined["content"] in render(chat, [SYSTEM, joined])
 
 
 # --- the prefix property ----------------------------------------------------------------------

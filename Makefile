@@ -38,7 +38,7 @@ llama-server: .venv/.installed
 PY_SOURCES  := $(shell find py -type f \( -name '*.py' -o -name '*.j2' -o -name 'py.typed' \)) pyproject.toml
 WEB_SOURCES := $(wildcard web/*)
 
-$(SITE)/.built: .venv/.installed node_modules/.installed build/site.py build/models.py $(PY_SOURCES) $(WEB_SOURCES) models/aerix-tools.gguf models/aerix-tools.json
+$(SITE)/.built: .venv/.installed node_modules/.installed build/site.py build/models.py build/families.py $(wildcard build/templates/*.jinja) $(PY_SOURCES) $(WEB_SOURCES) models/aerix-tools.gguf models/aerix-tools.json
 	$(PY) -m build.site
 	$(PY) -m build.models $(SITE)/models
 	touch $@

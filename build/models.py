@@ -2,8 +2,9 @@
 
     .venv/bin/python -m build.models OUTDIR
 
-writes ``tiny.gguf``, ``bench.gguf``, ``bench-bigvocab.gguf`` and ``models.json``
-into OUTDIR. The output is a pure function of the constants below (fixed seeds),
+writes ``tiny.gguf``, ``bench.gguf``, ``bench-bigvocab.gguf``, the template models
+(``tpl-llama3``, ``tpl-gemma``, ``tpl-qwen3``, ``tpl-mistral``, ``tpl-phi``, ``tpl-none``) and
+``models.json`` into OUTDIR. The output is a pure function of the constants below (fixed seeds),
 and a file whose bytes would not change is left alone, so make sees no change.
 ``models.json`` lists every GGUF in OUTDIR (also the bundled model that ``build.site``
 copies there) with its size and sha256: the page's model cache uses its copy of a
@@ -13,7 +14,10 @@ The weights are noise: these models speak no language. What they do have:
 
 - a real llama.cpp tokenizer: byte-level GPT-2 BPE (the 256 byte tokens, some
   merges) plus the ChatML control tokens, with a ChatML chat template, so the
-  engine's chat path (template, tokenizer, grammar over tokens) is the real one;
+  engine's chat path (template, tokenizer, grammar over tokens) is the real one.
+  The template models are tiny with another family's chat (build/families.py): its
+  published template and the special tokens that template writes, its own BOS,
+  EOS and end of turn; ``tpl-none`` is tiny without a chat template;
 - a built-in preference, planted in the output layer, for closing JSON (``"``,
   ``}``, ``]``) and for ending the turn right after a ``}`` or ``]``. Under a
   JSON-schema grammar, tiny's and bench's turns end on their own within about
@@ -42,15 +46,17 @@ import json
 import os
 import sys
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
 from gguf import GGMLQuantizationType, GGUFWriter, LlamaFileType, TokenType
 from gguf.quants import quantize
 
-__all__ = ["ModelSpec", "SPECS", "CHAT_TEMPLATE", "CONTROL_TOKENS", "ENDOFTEXT", "IM_START", "IM_END", "chatml",
-           "build_vocab", "write_model", "main"]
+from .families import FAMILIES, Chat
+
+__all__ = ["ModelSpec", "SPECS", "CHAT_TEMPLATE", "CHATML", "CONTROL_TOKENS", "ENDOFTEXT", "IM_START", "IM_END",
+           "chatml", "build_vocab", "write_model", "main"]
 
 # Control tokens go after the byte tokens and merges, in this order.
 ENDOFTEXT, IM_START, IM_END = "<|endoftext|>", "<|im_start|>", "<|im_end|>"
@@ -64,6 +70,7 @@ CHAT_TEMPLATE = (
     "{% endfor %}"
     "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
 )
+CHATML = Chat("chatml", CHAT_TEMPLATE, controls=CONTROL_TOKENS, bos=ENDOFTEXT, eos=IM_END)
 
 
 def chatml(messages: list[dict[str, str]], generation_prompt: bool = True) -> str:
@@ -101,6 +108,7 @@ class ModelSpec:
     close_strength: float = 1.0  # scales the JSON-closing and end-of-turn preferences
     noise: float = 1.5  # std of the context-dependent part of each logit
     n_ctx_train: int = 4096
+    chat: Chat = CHATML  # template and special tokens
 
     @property
     def file(self) -> str:
@@ -116,6 +124,11 @@ SPECS: tuple[ModelSpec, ...] = (
               quant=GGMLQuantizationType.Q8_0, close_strength=0.5),
     ModelSpec("bench-bigvocab", seed=3, n_embd=256, n_layer=4, n_head=8, n_ff=768,
               quant=GGMLQuantizationType.Q8_0, close_strength=0.5, n_vocab_target=32000),
+    # tiny's shape and seed with another family's chat; tpl-none is tiny without its template
+    # (the engine must refuse it: llama.cpp would fall back to ChatML without a word).
+    *(ModelSpec(f"tpl-{chat.name}", seed=1, n_embd=64, n_layer=2, n_head=4, n_ff=128,
+                quant=GGMLQuantizationType.F32, chat=chat)
+      for chat in (*FAMILIES, replace(CHATML, name="none", template=None))),
 )
 
 
@@ -169,11 +182,12 @@ class Vocab:
 
 
 def build_vocab(spec: ModelSpec) -> Vocab:
-    """Byte tokens (id = byte value), merge results, then the control tokens."""
+    """Byte tokens (id = byte value), merge results, then the chat's control and user-defined tokens."""
+    chat = spec.chat
     if spec.n_vocab_target is None:
         merges = list(TINY_MERGES)
     else:
-        merges = synthetic_merges(spec.n_vocab_target - 256 - len(CONTROL_TOKENS))
+        merges = synthetic_merges(spec.n_vocab_target - 256 - len(chat.specials))
     tokens = [BYTE_CHAR[b] for b in range(256)]
     known = set(tokens)
     for merge in merges:
@@ -184,8 +198,8 @@ def build_vocab(spec: ModelSpec) -> Vocab:
             tokens.append(left + right)
             known.add(left + right)
     types = [int(TokenType.NORMAL)] * len(tokens)
-    tokens += CONTROL_TOKENS
-    types += [int(TokenType.CONTROL)] * len(CONTROL_TOKENS)
+    tokens += chat.controls + chat.user_defined
+    types += [int(TokenType.CONTROL)] * len(chat.controls) + [int(TokenType.USER_DEFINED)] * len(chat.user_defined)
     return Vocab(tokens, types, merges)
 
 
@@ -219,18 +233,18 @@ def byte_bias(b: int, strength: float) -> float:
     return 0.0
 
 
-def token_bias(token: str, strength: float) -> float:
-    if token == IM_END:
+def token_bias(token: str, strength: float, chat: Chat = CHATML) -> float:
+    if token == chat.turn_end:
         # Rarely on its own: a free-text reply runs on until the model writes a
         # closing bracket; CLOSE_DIM adds the rest after one.
         return -8.0
-    if token in CONTROL_TOKENS:
+    if token in chat.specials:
         return -30.0
     return min(byte_bias(CHAR_BYTE[ch], strength) for ch in token)
 
 
-def closes(token: str) -> bool:
-    return token[-1:] in ("}", "]") and token not in CONTROL_TOKENS
+def closes(token: str, chat: Chat = CHATML) -> bool:
+    return token[-1:] in ("}", "]") and token not in chat.specials
 
 
 # --- weights -------------------------------------------------------------------
@@ -246,15 +260,15 @@ def make_tensors(spec: ModelSpec, vocab: Vocab) -> dict[str, np.ndarray]:
 
     embd = normal((n_vocab, d), 1.0)
     embd[:, BIAS_DIM] = 1.0
-    embd[:, CLOSE_DIM] = [CLOSE_FEATURE if closes(t) else 0.0 for t in vocab.tokens]
+    embd[:, CLOSE_DIM] = [CLOSE_FEATURE if closes(t, spec.chat) else 0.0 for t in vocab.tokens]
 
     n_free = d - len(reserved)
     output = normal((n_vocab, d), spec.noise / np.sqrt(n_free))
-    output[:, BIAS_DIM] = [token_bias(t, spec.close_strength) for t in vocab.tokens]
+    output[:, BIAS_DIM] = [token_bias(t, spec.close_strength, spec.chat) for t in vocab.tokens]
     output[:, CLOSE_DIM] = 0.0
     # After a closing bracket: end the turn (the grammar only allows it once the
     # JSON is complete), and do not open anything new.
-    output[vocab.id(IM_END), CLOSE_DIM] = 7.0 * spec.close_strength
+    output[vocab.id(spec.chat.turn_end), CLOSE_DIM] = 7.0 * spec.close_strength
     tensors: dict[str, np.ndarray] = {
         "token_embd.weight": embd,
         "output_norm.weight": np.ones(d, np.float32),
@@ -290,11 +304,11 @@ FILE_TYPE = {
 
 def write_llama(path: Path, *, name: str, description: str, context: int, dim: int, layers: int, ffn: int,
                 heads: int, rope_base: float, eps: float, tokens: list[str], types: list[int], merges: list[str],
-                quant: GGMLQuantizationType, tensors: dict[str, np.ndarray]) -> None:
-    """A llama-architecture GGUF with aerix's tokenizer layout: byte-level ``gpt2`` BPE, ChatML
-    control tokens and chat template, no BOS. Every model aerix makes is written here: the
-    generated ones below and the trained one (build/model/export.py). 2-D tensors are stored
-    as ``quant``; norms stay F32 (llama.cpp never quantizes 1-D tensors either)."""
+                quant: GGMLQuantizationType, tensors: dict[str, np.ndarray], chat: Chat = CHATML) -> None:
+    """A llama-architecture GGUF with aerix's tokenizer layout: byte-level ``gpt2`` BPE and the
+    chat's special tokens and template (ChatML, no BOS, unless told otherwise). Every model aerix
+    makes is written here: the generated ones below and the trained one (build/model/export.py).
+    2-D tensors are stored as ``quant``; norms stay F32 (llama.cpp never quantizes 1-D tensors either)."""
     w = GGUFWriter(path, "llama")
     w.add_name(name)
     w.add_description(description)
@@ -317,11 +331,14 @@ def write_llama(path: Path, *, name: str, description: str, context: int, dim: i
     w.add_token_list(tokens)
     w.add_token_types(types)
     w.add_token_merges(merges)
-    w.add_bos_token_id(tokens.index(ENDOFTEXT))
-    w.add_eos_token_id(tokens.index(IM_END))
-    w.add_pad_token_id(tokens.index(ENDOFTEXT))
-    w.add_add_bos_token(False)
-    w.add_chat_template(CHAT_TEMPLATE)
+    w.add_bos_token_id(tokens.index(chat.bos))
+    w.add_eos_token_id(tokens.index(chat.eos))
+    if chat.eot is not None:
+        w.add_eot_token_id(tokens.index(chat.eot))
+    w.add_pad_token_id(tokens.index(chat.pad or chat.bos))
+    w.add_add_bos_token(chat.add_bos)
+    if chat.template is not None:
+        w.add_chat_template(chat.template)
 
     for key, array in tensors.items():
         if array.ndim == 2 and quant is not GGMLQuantizationType.F32:
@@ -339,7 +356,7 @@ def write_gguf(spec: ModelSpec, path: Path) -> Vocab:
     write_llama(path, name=f"aerix-{spec.name}", description="Random weights for tests and benchmarks; not a language model.",
                 context=spec.n_ctx_train, dim=spec.n_embd, layers=spec.n_layer, ffn=spec.n_ff, heads=spec.n_head,
                 rope_base=10000.0, eps=1e-5, tokens=vocab.tokens, types=vocab.types, merges=vocab.merges,
-                quant=spec.quant, tensors=make_tensors(spec, vocab))
+                quant=spec.quant, tensors=make_tensors(spec, vocab), chat=spec.chat)
     return vocab
 
 
@@ -376,6 +393,7 @@ def write_model(spec: ModelSpec, outdir: Path) -> dict[str, object]:
         "n_embd": spec.n_embd,
         "n_layer": spec.n_layer,
         "quant": spec.quant.name,
+        "chat": spec.chat.name,
     }
 
 

@@ -68,6 +68,9 @@ const WASM_MAGIC = [0x00, 0x61, 0x73, 0x6d]; // "\0asm"
  * @param {number} [options.seed] fixed sampling seed; it overrides every per-request seed.
  * @param {boolean|{push: Function}} [options.recorder] keep every request sent to the engine in
  *   `engine.requests`, or hand each to `recorder.push` (the worker runtime sends them to the page).
+ * @param {string} [options.template] the model's chat template (Jinja text, or "chatml"), for a GGUF
+ *   that carries none or the wrong one; without either, loading fails (llama.cpp would silently
+ *   lay every conversation out as ChatML).
  * @param {"auto"|"text"|"chat"} [options.prompt="auto"] who renders the chat template (see PROMPT MODES
  *   below): "text" renders it here and sends the prompt as text, "chat" lets llama.cpp render it;
  *   "auto" takes "text" when the model's template is one this module renders identically.
@@ -87,6 +90,7 @@ export async function loadEngine({
   seed,
   recorder = false,
   prompt = "auto",
+  template,
   logger = QUIET_LOGGER,
 } = {}) {
   if (!["auto", "text", "chat"].includes(prompt)) throw new TypeError(`loadEngine: prompt must be "auto", "text" or "chat", got ${prompt}`);
@@ -142,6 +146,7 @@ export async function loadEngine({
       n_threads: threads,
       n_gpu_layers: nGpuLayers ?? (navigator.gpu ? undefined : 0),
       ...(seed === undefined ? {} : { seed }),
+      ...(template ? { chat_template: template } : {}),
     });
   } catch (err) {
     await source.drop();
@@ -154,11 +159,23 @@ export async function loadEngine({
     await source.drop();
     throw failed("llama.cpp reported no vocabulary");
   }
+  const chatTemplate = template || wllama.getChatTemplate?.() || "";
+  if (!chatTemplate) {
+    await wllama.exit().catch(() => {});
+    throw Object.assign(
+      new Error(
+        `the engine cannot use ${label}: this model has no chat template (its GGUF has no tokenizer.chat_template), and without one ` +
+          `llama.cpp would quietly lay every conversation out as ChatML. Pass the template the model was trained with, ` +
+          `boot({ engine: { template: "<Jinja text>" } }) (template: "chatml" if it speaks ChatML), or use a model whose GGUF carries one.`,
+      ),
+      { name: "EngineNoTemplateError" },
+    );
+  }
   const loadMs = performance.now() - loadStarted;
   await saved;
   // Checked in the background: its two small requests would otherwise wait for the page's main
   // thread (busy booting Pyodide) and delay the engine by seconds. The first chat waits for it.
-  const promptMode = choosePromptMode(wllama, prompt);
+  const promptMode = choosePromptMode(wllama, prompt, chatTemplate);
   const info = {
     prompt: prompt === "chat" ? "chat" : "pending",
     n_ctx: ctx.n_ctx,
@@ -177,7 +194,7 @@ export async function loadEngine({
     /** `info` once the prompt mode is known */
     settled: promptMode.then(() => info, () => info),
     requests,
-    chat: (messages, options) => chat(wllama, requests, messages, options, promptMode),
+    chat: (messages, options) => chat(wllama, requests, messages, options, promptMode, /enable_thinking/.test(chatTemplate)),
     close: () => wllama.exit(),
   };
 }
@@ -217,11 +234,11 @@ export async function loadEngine({
  * One generation as an async iterator of deltas. The messages are copied when it is called, so
  * a caller that changes its array afterwards does not change this generation.
  */
-function chat(wllama, requests, messages, options, promptMode) {
+function chat(wllama, requests, messages, options, promptMode, thinks) {
   const opts = options ?? {};
   const turns = Array.from(messages, (m) => ({ role: String(m.role), content: String(m.content) }));
   return (async function* () {
-    const request = buildRequest(turns, opts, await promptMode);
+    const request = buildRequest(turns, opts, await promptMode, thinks);
     yield* generate(wllama, requests, request, opts.signal, Number(opts.batchMs) || 0, opts.top_logprobs > 0);
   })();
 }
@@ -323,15 +340,18 @@ async function* generate(wllama, requests, request, signal, batchMs, withLogprob
   }
 }
 
-function buildRequest(turns, { max_tokens, constraint: schema, generation, top_logprobs }, promptMode) {
+function buildRequest(turns, { max_tokens, constraint: schema, generation, top_logprobs }, promptMode, thinks = false) {
   const request = {
     ...(generation ?? {}),
-    ...(promptMode === "text" ? { prompt: chatmlPrompt(turns) } : { messages: turns }),
+    ...(promptMode === "text" ? { prompt: chatmlPrompt(turns) } : { messages: alternating(turns) }),
     stream: true,
     cache_prompt: true,
     stream_options: { include_usage: true },
   };
   if (max_tokens != null) request.max_tokens = max_tokens;
+  // a template that can think (Qwen 3) is asked not to, unless the caller says otherwise: hidden
+  // thinking would spend tokens the reply never shows, and the turn schema wants the JSON at once
+  if (thinks && promptMode !== "text" && request.chat_template_kwargs === undefined) request.chat_template_kwargs = { enable_thinking: false };
   if (top_logprobs > 0) {
     // llama.cpp reads n_probs on both endpoints; its chat endpoint wants the OpenAI pair as well
     request.n_probs = top_logprobs;
@@ -361,6 +381,22 @@ function buildRequest(turns, { max_tokens, constraint: schema, generation, top_l
 const CHATML_START = "<|im_start|>";
 const CHATML_END = "<|im_end|>";
 
+/**
+ * The chat endpoint's messages: two in a row of one role joined into one, with a blank line
+ * between. aerix sends two user messages in a row after a refused or cut turn (its note follows
+ * the prompt), and the templates of Gemma and Mistral refuse that ("roles must alternate").
+ * Joining keeps the text of later turns the same, so prefix reuse is kept.
+ */
+function alternating(turns) {
+  const out = [];
+  for (const m of turns) {
+    const last = out[out.length - 1];
+    if (last && last.role === m.role && m.role !== "system") last.content = `${last.content}\n\n${m.content}`;
+    else out.push({ ...m });
+  }
+  return out;
+}
+
 /** A conversation in ChatML, ready for the assistant's reply. */
 function chatmlPrompt(messages) {
   let text = "";
@@ -373,9 +409,8 @@ function chatmlPrompt(messages) {
  * llama.cpp's own (the same probe through both paths: the second must reuse all but the last
  * token of the first); otherwise "chat".
  */
-async function choosePromptMode(wllama, wanted) {
+async function choosePromptMode(wllama, wanted, template) {
   if (wanted === "chat") return "chat";
-  const template = wllama.getChatTemplate?.() ?? "";
   let same = false;
   if (template.includes(CHATML_START) && template.includes(CHATML_END)) {
     const probe = [

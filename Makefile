@@ -85,11 +85,12 @@ smollm2: build
 
 # -- benchmarks --------------------------------------------------------------------------
 
-# P1-P6 and threads, each a ratio of A and B measured in interleaved pairs in headless Chromium
-# on bench.gguf; prints the table and writes bench/results/latest.json (see bench/run.py).
-# BENCH_PAIRS=5 by default; about 8 minutes on 2 shared vCPUs.
+# P1-P9 and threads, each a ratio of A and B measured in interleaved pairs in headless Chromium
+# (P1, P2, P4, P5, P7 in both modes, page and worker; P9 against llama-server on SmolLM2);
+# prints the table and writes bench/results/latest.json (see bench/run.py and bench/README.md).
+# BENCH_PAIRS=5 by default; about 15 minutes on 2 shared vCPUs.
 BENCH_PAIRS ?= 5
-bench: build chromium
+bench: build chromium smollm2 llama-server
 	$(PY) -m bench.run --pairs $(BENCH_PAIRS)
 
 # -- tests -------------------------------------------------------------------------------

@@ -296,3 +296,26 @@ export async function p6({ rounds }) {
 
 /** The page's Pyodide, for profiling from the console. */
 export const pyodide = () => S.ai.pyodide;
+
+/**
+ * P9 wasm side: prompt processing and generation rates of `model` on `nThreads` threads, from
+ * llama.cpp's own timings, `runs` completions of `prompt` (a new prompt each: nothing cached)
+ * and exactly `n` generated tokens. The engine is loaded for this and closed after.
+ */
+export async function p9Wasm({ model, nThreads, prompt, n, runs }) {
+  const engine = await loadEngine({ model, wllamaBase: "/wllama/", nThreads, manifest: "/models/models.json" });
+  const out = [];
+  try {
+    for (let i = 0; i < runs; i++) {
+      let timings = null;
+      await engine.wllama.createCompletion({
+        prompt: `${prompt} (${i})`, stream: true, max_tokens: n, temperature: 0, ignore_eos: true, cache_prompt: false,
+        stream_options: { include_usage: true }, onData: (chunk) => (timings = chunk.timings ?? timings),
+      });
+      out.push(timings);
+    }
+    return { timings: out, info: { ...engine.info } };
+  } finally {
+    await engine.close();
+  }
+}

@@ -15,6 +15,7 @@ misses its goal is reported as such.
     P6  the Python loop's own ms per turn (engine excluded), 1 / 8 / 32 tools                ≤ 5 ms
     P7  the longest main-thread task during an agent run (P1's runs), worker mode            ≤ 50 ms
     P8  second-visit boot ÷ first-visit boot, the model in the browser's cache               report
+    P9  wasm ÷ native tok/s (prompt, generation), SmolLM2-135M Q4_1 and Q8_0, 1 and 2 threads report
 
 P1, P2, P4, P5 and P7 are measured in both modes of the runtime: "page" (Python and the engine
 in the page) and "worker" (boot({worker: true})); B sides are always JavaScript in the page.
@@ -314,6 +315,80 @@ def p4(browser: Any, origin: str, pairs: int) -> dict[str, Any]:
     return out
 
 
+# -- P9: the same GGUF in the page and natively ------------------------------------------------
+
+P9_MODELS = ("smollm2.gguf", "smollm2-q8_0.gguf")  # the wheel's Q4_1, and its Q8_0 copy (build/requant.py)
+P9_PROMPT = ("The history of weather forecasting begins with the observation of the sky. " * 12).strip()
+P9_TOKENS = 32
+
+
+def p9(browser: Any, origin: str, pairs: int) -> dict[str, Any]:
+    """P9 = wasm ÷ native tokens/s, prompt processing and generation, for each model and 1 and 2
+    threads: the page's wllama against llama-server (the one the tests compile) on the same file."""
+    from build import llama_server
+
+    binary = llama_server.find()
+    missing = [m for m in P9_MODELS if not (SITE / "models" / m).is_file()]
+    if binary is None or missing:
+        log(f"P9 skipped: {'run `make llama-server`' if binary is None else ''} {'run `make smollm2` for ' + ', '.join(missing) if missing else ''}")
+        return {}
+    out: dict[str, Any] = {}
+    runs = max(pairs, 3)
+    for model in P9_MODELS:
+        for threads in (1, 2):
+            context = browser.new_context()
+            page = context.new_page()
+            page.set_default_timeout(600_000)
+            page.goto(f"{origin}/bench/page.html")
+            page.wait_for_function("() => window.bench !== undefined")
+            wasm = page.evaluate("(a) => window.bench.p9Wasm(a)", {"model": f"/models/{model}", "nThreads": threads, "prompt": P9_PROMPT, "n": P9_TOKENS, "runs": runs})
+            context.close()
+            native = _native_timings(binary, SITE / "models" / model, threads, runs)
+            rate = lambda ts, key: statistics.median(t[key] for t in ts)  # noqa: E731
+            row = {
+                "pp": rate(wasm["timings"], "prompt_per_second") / rate(native, "prompt_per_second"),
+                "tg": rate(wasm["timings"], "predicted_per_second") / rate(native, "predicted_per_second"),
+                "wasm_pp_tok_s": rate(wasm["timings"], "prompt_per_second"), "native_pp_tok_s": rate(native, "prompt_per_second"),
+                "wasm_tg_tok_s": rate(wasm["timings"], "predicted_per_second"), "native_tg_tok_s": rate(native, "predicted_per_second"),
+                "prompt_tokens": wasm["timings"][0]["prompt_n"], "threads_in_page": wasm["info"]["n_threads"],
+            }  # fmt: skip
+            out[f"{model} {threads}t"] = row
+            log(f"P9 {model}, {threads} thread(s): pp {row['wasm_pp_tok_s']:.0f} vs {row['native_pp_tok_s']:.0f} tok/s, "
+                f"tg {row['wasm_tg_tok_s']:.1f} vs {row['native_tg_tok_s']:.1f} tok/s")  # fmt: skip
+    return out
+
+
+def _native_timings(binary: Path, model: Path, threads: int, runs: int) -> list[dict[str, Any]]:
+    import socket
+    import urllib.request
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    args = [str(binary), "-m", str(model), "--host", "127.0.0.1", "--port", str(port), "-np", "1", "-c", "4096", "-t", str(threads), "-tb", str(threads), "--no-webui"]
+    process = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=2)
+                break
+            except OSError:
+                if time.monotonic() > deadline or process.poll() is not None:
+                    raise RuntimeError(f"llama-server did not start on {model}") from None
+                time.sleep(0.2)
+        out = []
+        for i in range(runs):
+            body = json.dumps({"prompt": f"{P9_PROMPT} ({i})", "n_predict": P9_TOKENS, "temperature": 0, "ignore_eos": True, "cache_prompt": False}).encode()
+            request = urllib.request.Request(f"http://127.0.0.1:{port}/completion", body, {"Content-Type": "application/json"})
+            with urllib.request.urlopen(request, timeout=300) as response:
+                out.append(json.load(response)["timings"])
+        return out
+    finally:
+        process.terminate()
+        process.wait()
+
+
 # -- the table -------------------------------------------------------------------------------
 
 GOALS: dict[str, tuple[str, Callable[[float], bool]]] = {
@@ -379,6 +454,10 @@ def rows(r: dict[str, Any]) -> list[tuple[str, str, str, str, str, str]]:
                   goal_key="P5")  # fmt: skip
         p = r["threads"]
         ratio("threads", "wllama tok/s, 2 threads ÷ 1", p, f"{p['tok_s_2']['median']:.0f} vs {p['tok_s_1']['median']:.0f} tok/s", digits=2)
+    for label, p in r.get("P9", {}).items():
+        for key, what in (("pp", "prompt processing"), ("tg", "generation")):
+            out.append((f"P9 {label}", f"wasm ÷ native tok/s, {what}", "report", f"{p[key]:.3f}", "",
+                        f"{p[f'wasm_{key}_tok_s']:.1f} vs {p[f'native_{key}_tok_s']:.1f} tok/s ({p['prompt_tokens']}-token prompt, {P9_TOKENS} generated)"))  # fmt: skip
     if "P6" in r:
         first, later = r["P6"]["first_check_ms"]["median"], r["P6"]["later_check_ms"]["median"]
         for n, p in r["P6"].items():
@@ -422,7 +501,7 @@ def machine(browser_version: str) -> dict[str, Any]:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--pairs", type=int, default=5, help="pairs per ratio (default 5)")
-    ap.add_argument("--only", default="P1,P3,P4,P5,P6", help="comma-separated: P1 (with P2), P3, P4, P5 (with threads), P6")
+    ap.add_argument("--only", default="P1,P3,P4,P5,P6,P9", help="comma-separated: P1 (with P2 and P7), P3, P4 (with P8), P5 (with threads), P6, P9")
     ap.add_argument("--out", default=str(BENCH / "results" / "latest.json"))
     args = ap.parse_args()
     only = set(args.only.upper().split(","))
@@ -452,6 +531,8 @@ def main() -> int:
             bench.close()
         if "P4" in only:
             results.update(p4(browser, origin, args.pairs))
+        if "P9" in only:
+            results["P9"] = p9(browser, origin, args.pairs)
         browser.close()
     server.shutdown()
     elapsed = time.monotonic() - started

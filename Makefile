@@ -93,6 +93,12 @@ BENCH_PAIRS ?= 5
 bench: build chromium smollm2 llama-server
 	$(PY) -m bench.run --pairs $(BENCH_PAIRS)
 
+# One agent and the throughput figures with WebGPU (engine: {gpu: "require"}) in headless Chromium
+# with the GPU on, for a machine that has one; here it stops, saying there is no WebGPU adapter.
+.PHONY: gpu-check
+gpu-check: build chromium smollm2
+	$(PY) -m build.gpu_check
+
 # -- tests -------------------------------------------------------------------------------
 
 test: lint test-unit test-js test-pyodide test-e2e

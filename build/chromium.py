@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-__all__ = ["ARGS", "CHROMIUM", "launch"]
+__all__ = ["ARGS", "CHROMIUM", "GPU_ARGS", "launch"]
 
 CHROMIUM = os.environ.get("AERIX_CHROMIUM", "/usr/bin/chromium")
 ARGS = [
@@ -26,6 +26,12 @@ ARGS = [
 ]
 
 
-def launch(playwright: Any, executable: str | None = None, extra: list[str] | None = None) -> Any:
-    """A headless browser from ``sync_playwright()`` (or the async one, awaited by the caller)."""
-    return playwright.chromium.launch(executable_path=executable or CHROMIUM, headless=True, args=ARGS + (extra or []))
+# For `make gpu-check` on a machine with a GPU: WebGPU in headless Chromium (Vulkan on Linux).
+GPU_ARGS = ["--enable-unsafe-webgpu", "--enable-features=Vulkan,WebGPU", "--use-angle=vulkan", "--ignore-gpu-blocklist", "--enable-gpu"]
+
+
+def launch(playwright: Any, executable: str | None = None, extra: list[str] | None = None, gpu: bool = False) -> Any:
+    """A headless browser from ``sync_playwright()`` (or the async one, awaited by the caller);
+    ``gpu``: with the GPU and WebGPU on instead of ``--disable-gpu``."""
+    args = [a for a in ARGS if not (gpu and a == "--disable-gpu")] + (GPU_ARGS if gpu else []) + (extra or [])
+    return playwright.chromium.launch(executable_path=executable or CHROMIUM, headless=True, args=args)

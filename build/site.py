@@ -45,6 +45,7 @@ ROOT = Path(__file__).resolve().parent.parent
 SITE = ROOT / "build" / "site"
 CACHE = ROOT / "build" / "cache" / "wheels"  # third-party wheels, kept across runs
 DIST = ROOT / "build" / "cache" / "dist"  # the aerix wheel
+PYC = ROOT / "build" / "cache" / "pyc"  # the page's wheels with bytecode, by the sha256 of the wheel they come from
 NODE_MODULES = ROOT / "node_modules"
 # Wheels we build get fixed zip timestamps: the same sources give the same bytes and sha256.
 REPRODUCIBLE = {**os.environ, "SOURCE_DATE_EPOCH": "315532800"}
@@ -247,7 +248,29 @@ def sync_folder(wheels: list[Path], folder: Path) -> None:
 
 
 def page_wheels() -> None:
-    sync_folder([*fetch_wheels(PAGE_PINS), build_aerix()], SITE / "wheels")
+    sync_folder(with_bytecode([*fetch_wheels(PAGE_PINS), build_aerix()]), SITE / "wheels")
+
+
+def with_bytecode(wheels: list[Path]) -> list[Path]:
+    """Each wheel with its modules compiled for Pyodide's Python (build/pyc.mjs, in Pyodide under
+    Node): the page imports them without compiling them first (bench/README.md, P4, "imports").
+    Made once per input wheel, kept in PYC under the input's sha256."""
+    out, todo = [], []
+    for wheel in wheels:
+        target = PYC / hashlib.sha256(wheel.read_bytes()).hexdigest()[:16] / wheel.name
+        out.append(target)
+        if not target.exists():
+            todo.append((wheel, target))
+    if todo:
+        with tempfile.TemporaryDirectory() as tmp:
+            done = subprocess.run(["node", str(ROOT / "build" / "pyc.mjs"), tmp, *(str(w) for w, _ in todo)], capture_output=True, text=True)
+            if done.returncode:
+                sys.exit(f"{done.stdout}{done.stderr}site: compiling the wheels' bytecode failed")
+            for wheel, target in todo:
+                target.parent.mkdir(parents=True, exist_ok=True)
+                shutil.move(str(Path(tmp) / wheel.name), target)
+                log(f"bytecode for {wheel.name}")
+    return out
 
 
 def test_wheels() -> None:

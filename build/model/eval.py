@@ -63,8 +63,8 @@ def mirror_mismatches(events: list[dict[str, Any]]) -> list[str]:
     calls = {e["id"]: e for e in events if e["type"] == "call"}
     out = []
     for r in (e for e in events if e["type"] == "result"):
-        if r["text"].startswith(("error: invalid input", "cancelled:", "refused:")):
-            continue
+        if r["text"].startswith(("error: invalid input", "cancelled:", "refused:")) or r.get("repeatOf"):
+            continue  # (a repeat is answered from the earlier call's result, with the guard's note)
         call = calls[r["id"]]
         try:
             want = demo.run(call["tool"], call["input"])

@@ -17,6 +17,8 @@
  * @module engine
  */
 
+import { factsFrom, ggufParameters } from "./facts.mjs";
+
 /** Thrown when a generation is aborted. `name` is "AbortError", as for fetch. */
 export class EngineAbortError extends Error {
   constructor(message = "generation aborted") {
@@ -119,6 +121,7 @@ export async function loadEngine({
   await checkMagic(blob, label).catch((err) => source.drop().then(() => Promise.reject(err)));
   const saved = source.keep(); // written while wllama loads; a file llama.cpp refuses is dropped below
   const fetchMs = performance.now() - started;
+  const counting = ggufParameters(blob); // the parameter count, read while wllama loads
 
   const base = new URL(wllamaBase, pageUrl());
   let Wllama;
@@ -208,6 +211,8 @@ export async function loadEngine({
     cached,
     fetchMs,
     loadMs,
+    n_ctx_train: ctx.n_ctx_train,
+    ...(await modelFacts(wllama, chatTemplate, counting)),
   };
   promptMode.then((mode) => (info.prompt = mode), () => {});
   const requests = typeof recorder?.push === "function" ? recorder : recorder ? [] : undefined;
@@ -222,11 +227,35 @@ export async function loadEngine({
   };
 }
 
+/*
+ * MODEL FACTS: what `info` says the model is, for a picker to show (facts.mjs names them): the
+ * GGUF's key/values as llama.cpp read them, and the parameter count from the file's tensor table
+ * (read while wllama loads). Which backend runs it is `info.backend`, from llama.cpp's log.
+ */
+
+/** The facts of the loaded model (facts.mjs's `factsFrom`); never fails, an unknown is "unknown". */
+async function modelFacts(wllama, template, counting) {
+  const nParams = await counting;
+  let metadata = {};
+  try {
+    metadata = wllama.getModelMetadata()?.meta ?? {};
+  } catch {}
+  return factsFrom({ metadata, template, nParams });
+}
+
 /**
  * @typedef {object} Engine
  * @property {object} wllama the Wllama instance, for what this module does not cover
- * @property {{prompt: "text"|"chat"|"pending", n_ctx: number, n_vocab: number, n_threads: number, isolated: boolean, cached: boolean, fetchMs: number, loadMs: number}} info
- *   `cached`: the model's bytes came from this browser's cache
+ * @property {{prompt: "text"|"chat"|"pending", n_ctx: number, n_vocab: number, n_threads: number, isolated: boolean, cached: boolean, fetchMs: number, loadMs: number,
+ *   n_ctx_train: number, name: string, architecture: string, parameters: string, n_params: number|null, quantisation: string,
+ *   template: string, backend: "cpu"|"webgpu", gpuLayers: string|null}} info
+ *   `cached`: the model's bytes came from this browser's cache. `n_ctx_train`: the context the model
+ *   was trained for. What the model is (MODEL FACTS): `name` and `architecture` (the GGUF's
+ *   general.name and general.architecture), `parameters` ("3.7M": its general.size_label, else
+ *   counted from its tensor table; `n_params` the count), `quantisation` (general.file_type by
+ *   llama.cpp's name, "Q4_K_M"), `template` (the chat template's family: "chatml", "qwen3",
+ *   "llama3", "gemma", "mistral", "phi", "other"). Unknown facts read "unknown". `backend` and
+ *   `gpuLayers`: see the `gpu` option.
  * @property {Promise<object>} settled `info` once its prompt mode is known
  * @property {object[]|undefined} requests with `recorder`: every request sent, without its abort signal
  * @property {(messages: {role: string, content: string}[], options?: ChatOptions) => AsyncGenerator<Delta>} chat

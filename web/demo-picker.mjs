@@ -52,10 +52,13 @@ async function pick(file) {
     return;
   }
   status.textContent = `Keeping ${file.name} (${mib(file.size)}) in this browser, for this visit and the next…`;
+  const bar = $("progress").value;
+  $("progress").removeAttribute("value"); // the cache says nothing until it is done: a bar that only moves
   try {
     reloadWith(await keepModel(file, `${file.name}:${file.size}:${file.lastModified}`));
   } catch (e) {
     status.textContent = `Could not load ${file.name}: ${e.message}`;
+    $("progress").value = bar;
   }
 }
 

@@ -140,6 +140,7 @@ export function showFacts(info, model) {
     n_vocab: info.n_vocab,
     n_threads: info.n_threads,
     backend: info.backend,
+    gpuLayers: info.gpuLayers ?? null,
     cached: info.cached,
     fetchMs: info.fetchMs,
     loadMs: info.loadMs,
@@ -153,7 +154,7 @@ export function showFacts(info, model) {
     ["template", "Chat template", info.template],
     ["context", "Context", `${info.n_ctx} tokens${info.n_ctx_train ? ` (trained for ${info.n_ctx_train})` : ""}`],
     ["threads", "Threads", String(info.n_threads)],
-    ["backend", "Backend", info.backend],
+    ["backend", "Backend", info.backend === "webgpu" && info.gpuLayers ? `webgpu (${info.gpuLayers} layers offloaded)` : info.backend],
     ["cached", "Loaded from", from],
     ["time", "Load time", `${Math.round(info.fetchMs)} ms to get the bytes, ${Math.round(info.loadMs)} ms to load`],
   ];

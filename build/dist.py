@@ -51,10 +51,11 @@ RUNTIME_MODULES = (
     "worker.mjs",  # the worker's side (started by remote.mjs)
     "rpc.mjs",  # the messages between them
     "engine.mjs",  # wllama and the model cache
+    "facts.mjs",  # what a loaded model is (engine.info's facts)
     "store.mjs",  # IndexedDB store for durable runs
     "chat.mjs",  # chat(agent), re-exported by aerix.mjs
 )
-DEMO_FILES = ("index.html", "embed.html", "demo.mjs", "demo.css", "demo-tools.mjs", "demo-tools.json")
+DEMO_FILES = ("index.html", "embed.html", "demo.mjs", "demo.css", "demo-picker.mjs", "demo-tools.mjs", "demo-tools.json")
 
 LOCK = "pyodide-lock.json"
 WHEELS = "wheels/"

@@ -44,6 +44,12 @@ import { bootWorker } from "./remote.mjs";
 
 /** `chat(agent)`: a reactive store of one agent's conversation for UIs (chat.mjs). */
 export { chat } from "./chat.mjs";
+/**
+ * Models kept in this browser (engine.mjs, MODEL CACHE): `keepModel(file, key)` keeps a file the
+ * person picked and gives the `model` that loads it on later visits ("aerix-local:..."),
+ * `cachedModels()` lists what is kept, `forgetModel(model)` removes one.
+ */
+export { cachedModels, forgetModel, keepModel } from "./engine.mjs";
 
 const HERE = new URL("./", import.meta.url);
 
@@ -51,13 +57,16 @@ const HERE = new URL("./", import.meta.url);
  * Boot Python and the engine in parallel.
  *
  * @param {object} options
- * @param {string|Blob} [options.model] a GGUF file: a URL (any GGUF you host) or a Blob; not
- *   needed with `engine.baseUrl`.
+ * @param {string|Blob} [options.model] a GGUF file: a URL (any GGUF you host), a Blob, or a model
+ *   kept in this browser ("aerix-local:...", from `keepModel`); not needed with `engine.baseUrl`.
  * @param {boolean} [options.worker=false] run Python and the engine in a Web Worker (see above).
  * @param {boolean} [options.cache=true] keep a model fetched from a URL in this browser (Cache API,
  *   "aerix-models") and load it from there on the next boot, with no request for it while the
  *   site's `models/models.json` gives the same sha256 (a model it does not list is revalidated);
- *   false: neither read nor write. A Blob is never cached. engine.mjs's MODEL CACHE says more.
+ *   false: neither read nor write. A Blob is cached only with `cacheKey`. engine.mjs's MODEL CACHE
+ *   says more.
+ * @param {string} [options.cacheKey] with a Blob `model`: keep its bytes in this browser under this
+ *   key once they load, as `keepModel` does, for `model: "aerix-local:" + encodeURIComponent(key)`.
  * @param {string|URL} [options.base] where the site's files are (default: next to this module).
  * @param {object} [options.engine] options for `loadEngine` (nCtx, nThreads, nGpuLayers, seed, recorder);
  *   or, for an OpenAI-compatible server, `{ baseUrl, model, apiKey, params }`: `baseUrl` includes

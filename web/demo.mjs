@@ -1,14 +1,17 @@
 // The demo page: boot aerix, give the agent the demo's tools (demo-tools.mjs: weather, time,
 // convert, calculate, save_note, with fake but checkable data), and show a run as it happens:
 // the page draws the state of a chat store (chat.mjs), the answer as it streams included.
-// The default model is the bundled one, trained on exactly these tools and instructions.
-// `window.demo` lets a headless browser drive it and read the transcript and the store.
+// The default model is the bundled one, trained on exactly these tools and instructions; the
+// Model panel (demo-picker.mjs) shows what the booted model is and boots another (?model=).
+// `window.demo` lets a headless browser drive it and read the transcript, the store and the model.
 import { boot, chat } from "./aerix.mjs";
+import { BUNDLED, setUpPicker, showFacts } from "./demo-picker.mjs";
 import { INSTRUCTIONS, tools as demoTools } from "./demo-tools.mjs";
 
 const $ = (id) => document.getElementById(id);
 const params = new URLSearchParams(location.search);
-const MODEL = params.get("model") || "./models/aerix-tools.gguf";
+// a URL, or a file kept in this browser (aerix-local:...); see demo-picker.mjs
+const MODEL = params.get("model") || BUNDLED;
 // ?baseUrl=http://127.0.0.1:8080/v1&serverModel=NAME: the same demo on an OpenAI-compatible server
 // on this machine. Only on this machine: the prompts typed here go to that server, so a link must
 // not be able to send them anywhere else. The page's CSP (build/serve.py) allows the same origins.
@@ -42,8 +45,10 @@ function notice(kind, text) {
 }
 
 const transcript = [];
-// `chat`: the chat store the log draws (its getState() is what the page shows)
-window.demo = { ready: false, running: false, transcript, error: null, server: SERVER?.baseUrl ?? null, toasts: [], chat: null };
+// `chat`: the chat store the log draws (its getState() is what the page shows); `model`: what the
+// booted model is (demo-picker.mjs's showFacts); `progress`: the model phase's progress reports
+window.demo = { ready: false, running: false, transcript, error: null, server: SERVER?.baseUrl ?? null, toasts: [], chat: null, model: null, progress: [] };
+setUpPicker(MODEL, !!SERVER);
 
 // The "toast" channel: a tool that emits to it (ctx.emit("toast", body, {title})) shows a small
 // toast for a few seconds. The demo's own tools do not emit (the bundled model was trained on them
@@ -72,8 +77,11 @@ try {
     ...(SERVER ? { engine: SERVER } : { model: MODEL }),
     ...(WORKER === undefined ? {} : { worker: WORKER }),
     onProgress: (p) => {
-      if (p.phase === "model" && p.total) $("progress").value = p.loaded / p.total;
-      $("status").textContent = p.phase === "model" ? `Downloading the model… ${Math.round(p.loaded / 1024)} KiB` : `Loaded: ${p.phase}`;
+      if (p.phase !== "model") return void ($("status").textContent = `Loaded: ${p.phase}`);
+      window.demo.progress.push(p);
+      if (p.total) $("progress").value = p.loaded / p.total;
+      const of = p.total ? ` of ${Math.round(p.total / 1024)}` : "";
+      $("status").textContent = `${p.cached ? "Reading the model from this browser's cache" : "Downloading the model"}… ${Math.round(p.loaded / 1024)}${of} KiB`;
     },
   });
   const t = aerix.timings;
@@ -83,6 +91,7 @@ try {
   const info = aerix.engine.info;
   if (SERVER) $("model").textContent = `Model ${SERVER.model} on the server ${aerix.engine.baseUrl} · runs kept in IndexedDB`;
   else $("model").textContent = `Model ${MODEL} · vocab ${info.n_vocab} · ctx ${info.n_ctx} · threads ${info.n_threads} · ${crossOriginIsolated ? "cross-origin isolated" : "not isolated"} · runs kept in IndexedDB`;
+  if (!SERVER) window.demo.model = showFacts(info, MODEL);
   window.demo.timings = t;
 } catch (e) {
   $("status").textContent = `Could not start: ${e.message}`;

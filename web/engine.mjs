@@ -6,6 +6,11 @@
  *     // { type: "text", text } ... then one { type: "done", finish_reason, usage }
  *   }
  *
+ * A model a person picks from their disk is kept in this browser for the next visit:
+ *
+ *   const model = await keepModel(file, `${file.name}:${file.size}:${file.lastModified}`);  // "aerix-local:..."
+ *   const engine = await loadEngine({ model });   // now, or on a later visit, with no file picked
+ *
  * The aerix Python side calls this through Pyodide and converts its values before they cross
  * (py/aerix/_js.py): what arrives here is plain JavaScript, the signal a real AbortSignal.
  *
@@ -16,6 +21,8 @@
  *
  * @module engine
  */
+
+import { factsFrom, ggufParameters } from "./facts.mjs";
 
 /** Thrown when a generation is aborted. `name` is "AbortError", as for fetch. */
 export class EngineAbortError extends Error {
@@ -50,10 +57,14 @@ const WASM_MAGIC = [0x00, 0x61, 0x73, 0x6d]; // "\0asm"
  * Fetch a model, start wllama on it and return an engine.
  *
  * @param {object} options
- * @param {string|Blob} options.model URL of a .gguf file (relative to the page), or its bytes.
+ * @param {string|Blob} options.model URL of a .gguf file (relative to the page), its bytes, or
+ *   a model kept in this browser ("aerix-local:...", from `keepModel` or `cachedModels`).
  * @param {boolean} [options.cache=true] keep a model fetched from a URL in this browser and load it
- *   from there next time (see MODEL CACHE below); false: neither read nor write the cache. A Blob is
- *   never cached.
+ *   from there next time (see MODEL CACHE below); false: neither read nor write the cache (and a
+ *   kept "aerix-local:" model cannot load). A Blob is cached only with `cacheKey`.
+ * @param {string} [options.cacheKey] with a Blob: keep its bytes in this browser under this key
+ *   (once they load), as `keepModel(blob, cacheKey)` does; the next boot loads them with
+ *   `model: "aerix-local:" + encodeURIComponent(cacheKey)`.
  * @param {string} [options.manifest] URL of a `models.json` ({models: [{file, size, sha256}]}, `file`
  *   relative to it) that gives the current version of the models it lists.
  * @param {string} [options.wllamaBase="./wllama/"] folder (relative to the page) holding wllama's
@@ -85,6 +96,7 @@ const WASM_MAGIC = [0x00, 0x61, 0x73, 0x6d]; // "\0asm"
 export async function loadEngine({
   model,
   cache = true,
+  cacheKey,
   manifest,
   wllamaBase = "./wllama/",
   nCtx = 4096,
@@ -111,7 +123,8 @@ export async function loadEngine({
   }
   const started = performance.now();
   const label = typeof model === "string" ? model : "the model blob";
-  const source = typeof model === "string" ? await openModel(model, { cache, manifest, onProgress }) : given(model);
+  if (cacheKey !== undefined && !(model instanceof Blob)) throw new TypeError("loadEngine: `cacheKey` goes with a Blob `model`");
+  const source = await openSource(model, { cache, cacheKey, manifest, onProgress });
   const { blob, cached } = source;
   if (!(blob instanceof Blob)) {
     throw new TypeError("loadEngine: `model` must be a URL string or a Blob");
@@ -119,6 +132,7 @@ export async function loadEngine({
   await checkMagic(blob, label).catch((err) => source.drop().then(() => Promise.reject(err)));
   const saved = source.keep(); // written while wllama loads; a file llama.cpp refuses is dropped below
   const fetchMs = performance.now() - started;
+  const counting = ggufParameters(blob); // the parameter count, read while wllama loads
 
   const base = new URL(wllamaBase, pageUrl());
   let Wllama;
@@ -208,6 +222,8 @@ export async function loadEngine({
     cached,
     fetchMs,
     loadMs,
+    n_ctx_train: ctx.n_ctx_train,
+    ...(await modelFacts(wllama, chatTemplate, counting)),
   };
   promptMode.then((mode) => (info.prompt = mode), () => {});
   const requests = typeof recorder?.push === "function" ? recorder : recorder ? [] : undefined;
@@ -222,11 +238,35 @@ export async function loadEngine({
   };
 }
 
+/*
+ * MODEL FACTS: what `info` says the model is, for a picker to show (facts.mjs names them): the
+ * GGUF's key/values as llama.cpp read them, and the parameter count from the file's tensor table
+ * (read while wllama loads). Which backend runs it is `info.backend`, from llama.cpp's log.
+ */
+
+/** The facts of the loaded model (facts.mjs's `factsFrom`); never fails, an unknown is "unknown". */
+async function modelFacts(wllama, template, counting) {
+  const nParams = await counting;
+  let metadata = {};
+  try {
+    metadata = wllama.getModelMetadata()?.meta ?? {};
+  } catch {}
+  return factsFrom({ metadata, template, nParams });
+}
+
 /**
  * @typedef {object} Engine
  * @property {object} wllama the Wllama instance, for what this module does not cover
- * @property {{prompt: "text"|"chat"|"pending", n_ctx: number, n_vocab: number, n_threads: number, isolated: boolean, cached: boolean, fetchMs: number, loadMs: number}} info
- *   `cached`: the model's bytes came from this browser's cache
+ * @property {{prompt: "text"|"chat"|"pending", n_ctx: number, n_vocab: number, n_threads: number, isolated: boolean, cached: boolean, fetchMs: number, loadMs: number,
+ *   n_ctx_train: number, name: string, architecture: string, parameters: string, n_params: number|null, quantisation: string,
+ *   template: string, backend: "cpu"|"webgpu", gpuLayers: string|null}} info
+ *   `cached`: the model's bytes came from this browser's cache. `n_ctx_train`: the context the model
+ *   was trained for. What the model is (MODEL FACTS): `name` and `architecture` (the GGUF's
+ *   general.name and general.architecture), `parameters` ("3.7M": its general.size_label, else
+ *   counted from its tensor table; `n_params` the count), `quantisation` (general.file_type by
+ *   llama.cpp's name, "Q4_K_M"), `template` (the chat template's family: "chatml", "qwen3",
+ *   "llama3", "gemma", "mistral", "phi", "other"). Unknown facts read "unknown". `backend` and
+ *   `gpuLayers`: see the `gpu` option.
  * @property {Promise<object>} settled `info` once its prompt mode is known
  * @property {object[]|undefined} requests with `recorder`: every request sent, without its abort signal
  * @property {(messages: {role: string, content: string}[], options?: ChatOptions) => AsyncGenerator<Delta>} chat
@@ -504,6 +544,14 @@ function engineError(err) {
  * The page does not hash the bytes (that would hold a second copy of a large model in memory): a
  * site whose files and manifest are swapped apart can leave a same-size wrong copy until the next
  * change. The browser may evict the cache under storage pressure; the next boot then downloads.
+ *
+ * A model from the person's disk (a Blob) has no URL to fetch again, so it is kept under a key the
+ * page chooses (`keepModel(blob, key)`, or `loadEngine({model: blob, cacheKey: key})`), as the
+ * entry of a URL that is never fetched, `/aerix-local/<key>` on this origin (the same for the
+ * page and its worker), and named `aerix-local:<key>` (the key URI-encoded) as a `model`. Such an
+ * entry is checked by its size only: kept again under the same key with the same size it is left
+ * as it is, and one whose bytes are not all there any more is dropped. Evicted, it cannot come
+ * back: loading it fails with an error named "ModelNotKept", and the person picks the file again.
  */
 
 const MODEL_CACHE = "aerix-models";
@@ -515,6 +563,139 @@ const VERSION_HEADER = "X-Aerix-Sha256"; // the manifest's sha256 of the bytes a
  */
 function given(blob) {
   return { blob, cached: false, keep: () => Promise.resolve(), drop: () => Promise.resolve() };
+}
+
+/** The model `loadEngine` was given: a URL (or a kept "aerix-local:" model), or a Blob. */
+async function openSource(model, { cache, cacheKey, manifest, onProgress }) {
+  if (typeof model !== "string") return cacheKey === undefined || !cache ? given(model) : keptGiven(model, cacheKey);
+  if (model.startsWith(LOCAL)) return openKept(model, { cache, onProgress });
+  return openModel(model, { cache, manifest, onProgress });
+}
+
+const LOCAL = "aerix-local:"; // a `model` kept from a Blob: LOCAL + encodeURIComponent(key)
+const LOCAL_PATH = "/aerix-local/"; // where its entry's URL is, on this origin
+
+/** The URL of the entry that keeps the Blob of `key` (never fetched: only the cache's key). */
+function localEntry(key) {
+  if (typeof key !== "string" || key === "") throw new TypeError(`a kept model's key must be a non-empty string, got ${JSON.stringify(key)}`);
+  return new URL(`${LOCAL_PATH}${encodeURIComponent(key)}`, pageUrl()).href;
+}
+
+/**
+ * Keep a model's bytes in this browser under `key`, without loading them, and give the `model`
+ * that loads them from there, on this visit or a later one: `boot({ model: await keepModel(file, key) })`.
+ * The key names the file (its name, size and date, say): kept again under the same key with the
+ * same size, the entry is left as it is.
+ * Rejects when the bytes are not GGUF, or when this browser keeps nothing for the page (a private
+ * window, storage turned off, the quota).
+ * @param {Blob} blob
+ * @param {string} key
+ * @returns {Promise<string>} `"aerix-local:" + encodeURIComponent(key)`
+ */
+export async function keepModel(blob, key) {
+  const url = localEntry(key);
+  if (!(blob instanceof Blob)) throw new TypeError("keepModel: the model must be a Blob (a File)");
+  await checkMagic(blob, JSON.stringify(key));
+  const store = await openCache();
+  if (!store) throw new Error("this browser keeps no files for this page (a private window, or site data turned off): the model cannot be kept");
+  await putLocal(store, url, blob);
+  return LOCAL + encodeURIComponent(key);
+}
+
+/**
+ * The models this browser keeps for this origin (the cache "aerix-models"), in the order they were
+ * kept, the last kept last: `{model, size, local}` each, `model` what `loadEngine`/`boot` take (a
+ * URL, or "aerix-local:..." with its `key` for a model kept from a Blob). [] without a cache.
+ * @returns {Promise<{model: string, size: number|null, local: boolean, key?: string}[]>}
+ */
+export async function cachedModels() {
+  const store = await openCache();
+  if (!store) return [];
+  const out = [];
+  for (const request of await store.keys()) {
+    const entry = await store.match(request).catch(() => undefined);
+    const size = Number(entry?.headers.get("content-length")) || null;
+    const { origin, pathname } = new URL(request.url);
+    if (origin === new URL(pageUrl()).origin && pathname.startsWith(LOCAL_PATH)) {
+      const key = decodeURIComponent(pathname.slice(LOCAL_PATH.length));
+      out.push({ model: LOCAL + encodeURIComponent(key), key, size, local: true });
+    } else {
+      out.push({ model: request.url, size, local: false });
+    }
+  }
+  return out;
+}
+
+/**
+ * Remove a model from this browser's cache: a URL, or an "aerix-local:" model.
+ * @returns {Promise<boolean>} whether there was one
+ */
+export async function forgetModel(model) {
+  const store = await openCache();
+  if (!store) return false;
+  const url = String(model).startsWith(LOCAL) ? localEntry(keyOf(model)) : new URL(model, pageUrl()).href.split("#")[0];
+  return store.delete(url);
+}
+
+function keyOf(model) {
+  try {
+    return decodeURIComponent(model.slice(LOCAL.length));
+  } catch {
+    throw new TypeError(`${model} is not a kept model's name ("aerix-local:" and a URI-encoded key)`);
+  }
+}
+
+/** Write a Blob to its entry, unless the entry holds as many bytes already (checked by size only). */
+async function putLocal(store, url, blob) {
+  const entry = await store.match(url).catch(() => undefined);
+  if (entry && Number(entry.headers.get("content-length")) === blob.size) return;
+  const headers = { "Content-Type": "application/octet-stream", "Content-Length": String(blob.size) };
+  await store.put(url, new Response(blob, { headers }));
+}
+
+/**
+ * A Blob given with `cacheKey`: loaded as given, and kept for next time once it loads.
+ * @returns {Promise<ModelSource>}
+ */
+async function keptGiven(blob, key) {
+  const url = localEntry(key);
+  const store = await openCache();
+  if (!store || !(blob instanceof Blob)) return given(blob);
+  let saving = null;
+  const put = () => putLocal(store, url, blob).catch((err) => console.warn(`aerix: the model was not kept: ${err?.message ?? err}`));
+  return {
+    blob,
+    cached: false,
+    keep: () => (saving ??= put()),
+    drop: () => Promise.resolve(saving).then(() => store.delete(url)).then(noop, noop),
+  };
+}
+
+/**
+ * A model kept from a Blob ("aerix-local:<key>"): its entry's bytes, if they are all there.
+ * @returns {Promise<ModelSource>}
+ */
+async function openKept(model, { cache, onProgress }) {
+  const key = keyOf(model);
+  const url = localEntry(key);
+  const store = cache ? await openCache() : null;
+  if (!store) {
+    throw new Error(`${model} is a model kept in this browser's cache, which ${cache ? "this page cannot open" : "cache: false turns off"}`);
+  }
+  const entry = await store.match(url).catch(() => undefined);
+  const size = Number(entry?.headers.get("content-length"));
+  onProgress?.({ phase: "model", loaded: 0, total: size || undefined, cached: true });
+  const blob = entry ? await entry.blob().catch(() => null) : null;
+  const drop = () => store.delete(url).then(noop, noop);
+  if (!blob || blob.size !== size) {
+    if (entry) await drop();
+    throw Object.assign(
+      new Error(`the model ${JSON.stringify(key)} is not kept in this browser any more (removed, or evicted to make room): load its file again`),
+      { name: "ModelNotKept" },
+    );
+  }
+  onProgress?.({ phase: "model", loaded: blob.size, total: blob.size, cached: true });
+  return { blob, cached: true, keep: () => Promise.resolve(), drop };
 }
 
 /**

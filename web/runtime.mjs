@@ -15,7 +15,7 @@ const HERE = new URL("./", import.meta.url);
  * Boot Python and the engine in parallel, here (the options of aerix.mjs's `boot`, without
  * `worker`; URLs already resolved against the page when the worker runs this).
  */
-export async function bootHere({ model, cache = true, base = HERE, engine: engineOptions = {}, onProgress = () => {} } = {}) {
+export async function bootHere({ model, cache = true, cacheKey, base = HERE, engine: engineOptions = {}, onProgress = () => {} } = {}) {
   const server = engineOptions?.baseUrl ? engineOptions : null;
   if (!server && (model === undefined || model === null)) throw new Error("boot({ model }) needs a model: a GGUF URL or a Blob");
   const root = new URL(base, location.href);
@@ -36,6 +36,7 @@ export async function bootHere({ model, cache = true, base = HERE, engine: engin
           ...engineOptions,
           model: typeof model === "string" ? new URL(model, location.href).href : model,
           cache,
+          ...(cacheKey === undefined ? {} : { cacheKey }),
           onProgress: (p) => onProgress(p),
         })
   ).then((e) => (time("engine"), e));

@@ -32,8 +32,9 @@ from typing import BinaryIO, ClassVar
 from urllib.parse import unquote
 
 from .errors import AerixError
+from .proxy import PREFIX, Upstream, forward
 
-__all__ = ["CSP", "HEADERS", "MIME_TYPES", "SiteHandler", "policy", "serve"]
+__all__ = ["CSP", "HEADERS", "MIME_TYPES", "SiteHandler", "Upstream", "policy", "serve"]
 
 HEADERS = {
     "Cross-Origin-Opener-Policy": "same-origin",
@@ -136,8 +137,29 @@ class _Refused(Exception):
 class SiteHandler(SimpleHTTPRequestHandler):
     extensions_map = {"": "application/octet-stream", **MIME_TYPES}  # noqa: RUF012 - the base class' hook
     verbose: ClassVar[bool] = False
+    upstream: ClassVar[Upstream | None] = None  # where /v1 goes (aerix.proxy); None: /v1 is a path like any other
 
     _policy: str = policy()  # per request, set by send_head; this one for errors answered before it
+
+    def do_GET(self) -> None:
+        if not self._proxied():
+            super().do_GET()
+
+    def do_HEAD(self) -> None:
+        if not self._proxied():
+            super().do_HEAD()
+
+    def do_POST(self) -> None:
+        if not self._proxied():
+            self.send_error(HTTPStatus.NOT_IMPLEMENTED, "Unsupported method ('POST')")
+
+    def _proxied(self) -> bool:
+        """Whether the request is the proxy's (a /v1 path on a server with an upstream), now answered."""
+        path = self.path.split("?", 1)[0]
+        if self.upstream is None or (path != PREFIX and not path.startswith(PREFIX + "/")):
+            return False
+        forward(self, self.upstream)
+        return True
 
     def end_headers(self) -> None:
         for name, value in HEADERS.items():
@@ -248,15 +270,33 @@ class _Server(ThreadingHTTPServer):
             super().handle_error(request, client_address)  # type: ignore[arg-type]
 
 
-def serve(root: str | Path, port: int = 8642, *, host: str = "127.0.0.1", verbose: bool = False) -> tuple[ThreadingHTTPServer, threading.Thread]:
-    """Start serving `root` in a background thread; port 0 picks a free one (read `server.server_address`)."""
+def serve(
+    root: str | Path,
+    port: int = 8642,
+    *,
+    host: str = "127.0.0.1",
+    proxy: str | Upstream | None = None,
+    key: str | None = None,
+    verbose: bool = False,
+) -> tuple[ThreadingHTTPServer, threading.Thread]:
+    """Start serving `root` in a background thread; port 0 picks a free one (read `server.server_address`).
+
+    `proxy`: the upstream's API root, /v1 included (`http://127.0.0.1:8080/v1`), or an `Upstream`;
+    the page's `/v1/models` and `/v1/chat/completions` go there with `key` as a Bearer token
+    (aerix.proxy). `host`: the address to listen on; the default is this machine only.
+    """
     if sys.platform == "emscripten":
         raise AerixError("options", "aerix serve runs on CPython: a web page cannot listen on a port")
     root = Path(root)
     if not root.is_dir():
         raise FileNotFoundError(f"{root} is not a folder")
-    handler = partial(type("Handler", (SiteHandler,), {"verbose": verbose}), directory=str(root))  # verbose per server
+    if isinstance(proxy, Upstream) and key is not None:
+        raise AerixError("options", "serve(proxy=Upstream(...), key=...): give the key to the Upstream")
+    upstream = Upstream(proxy, key=key) if isinstance(proxy, str) else proxy
+    per_server = {"verbose": verbose, "upstream": upstream}
+    handler = partial(type("Handler", (SiteHandler,), per_server), directory=str(root))
     server = _Server((host, port), handler)
     thread = threading.Thread(target=server.serve_forever, name="aerix-site", daemon=True)
     thread.start()
     return server, thread
+

@@ -46,7 +46,7 @@ $(SITE)/.built: .venv/.installed node_modules/.installed build/site.py build/mod
 build: $(SITE)/.built
 
 serve: build
-	$(PY) -m build.serve --port $(PORT)
+	$(PY) -m build.serve --port $(PORT) $(if $(PROXY),--proxy $(PROXY))
 
 # -- the main job ------------------------------------------------------------------------
 

@@ -16,6 +16,7 @@ in the package: ``make build`` writes it to build/site in the repository
 
 from __future__ import annotations
 
+import argparse
 import base64
 import hashlib
 import os
@@ -28,13 +29,16 @@ from html.parser import HTMLParser
 from http import HTTPStatus
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import BinaryIO, ClassVar
+from typing import BinaryIO, ClassVar, Mapping
 from urllib.parse import unquote
 
 from .errors import AerixError
-from .proxy import PREFIX, Upstream, forward
+from .proxy import PREFIX, Upstream, _is_loopback, forward
 
-__all__ = ["CSP", "HEADERS", "MIME_TYPES", "SiteHandler", "Upstream", "policy", "serve"]
+__all__ = ["CSP", "HEADERS", "KEY_ENV", "MIME_TYPES", "SiteHandler", "Upstream", "arguments", "command", "policy", "serve"]
+
+KEY_ENV = "AERIX_PROXY_KEY"  # where `python -m aerix serve --proxy` reads the key, unless --key-env names another
+SITE = os.path.join("build", "site")  # what `make build` writes, relative to the repository
 
 HEADERS = {
     "Cross-Origin-Opener-Policy": "same-origin",
@@ -300,3 +304,51 @@ def serve(
     thread.start()
     return server, thread
 
+
+# -- python -m aerix serve (and python -m build.serve) ---------------------------------------
+
+
+def arguments(parser: argparse.ArgumentParser, *, root: str | None = None) -> argparse.ArgumentParser:
+    """The server's options on `parser`; `root` the folder served when --root is not given."""
+    parser.add_argument("--port", type=int, default=8642, help="the port (default 8642; 0 picks a free one)")
+    parser.add_argument("--host", default="127.0.0.1", help="the address to listen on (default 127.0.0.1: this machine only)")
+    parser.add_argument("--root", default=root, help="the site's folder (default: build/site, when run in the repository)")
+    parser.add_argument("--proxy", metavar="URL", help="forward /v1/models and /v1/chat/completions to this OpenAI-compatible server, /v1 included (http://127.0.0.1:8080/v1), with the key")
+    parser.add_argument("--key-env", metavar="NAME", help=f"the environment variable that holds the server's API key (default {KEY_ENV})")
+    parser.add_argument("--verbose", action="store_true", help="log every request")
+    return parser
+
+
+def command(args: argparse.Namespace, *, environ: Mapping[str, str] = os.environ) -> int:
+    """Serve as `args` (from `arguments`) say until Ctrl-C; 2 when they cannot be served."""
+    root = args.root or (SITE if os.path.isdir(SITE) else None)
+    if root is None:
+        return _fail(f"no site to serve: pass --root DIR (the folder `make build` writes, {SITE} in the repository)")
+    name = args.key_env or KEY_ENV
+    key = environ.get(name) or None
+    if args.key_env and not args.proxy:
+        return _fail("--key-env is for --proxy: the key is sent to the server it names")
+    if args.proxy and key is None and args.key_env:
+        return _fail(f"${name} is not set: it should hold the key for {args.proxy}")
+    try:
+        server, thread = serve(root, args.port, host=args.host, proxy=args.proxy, key=key, verbose=args.verbose)
+    except AerixError as e:
+        return _fail(e.message)
+    except OSError as e:
+        return _fail(str(e))
+    print(f"serving {root} at http://{args.host}:{server.server_address[1]}/ (Ctrl-C to stop)", flush=True)
+    if args.proxy:
+        whose = f"with the key in ${name}" if key else f"without a key (${name} is not set)"
+        print(f"  /v1/models and /v1/chat/completions go to {args.proxy.rstrip('/')}, {whose}", flush=True)
+        if not _is_loopback(args.host):
+            print(f"  note: on {args.host}, anyone who can reach this port can use the server and its key", flush=True)
+    try:
+        thread.join()
+    except KeyboardInterrupt:
+        server.shutdown()
+    return 0
+
+
+def _fail(message: str) -> int:
+    print(f"aerix serve: {message}", file=sys.stderr)
+    return 2

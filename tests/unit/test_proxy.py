@@ -19,6 +19,8 @@ import pytest
 if sys.platform == "emscripten":
     pytest.skip("the proxy runs on CPython: Pyodide has no sockets for it", allow_module_level=True)
 
+from aerix.cli import main as cli_main
+from aerix.cli import parser
 from aerix.errors import AerixError
 from aerix.proxy import Upstream, _Redactor
 from aerix.serve import HEADERS, serve
@@ -320,3 +322,20 @@ def test_upstream_checks_its_url_and_hides_its_key():
     with pytest.raises(AerixError, match="not shown"):
         Upstream("http://host/v1", key="sk bad")
 
+
+# -- python -m aerix serve -----------------------------------------------------------------------
+
+
+def test_the_command_line(tmp_path, monkeypatch, capsys):
+    args = parser().parse_args(["serve", "--root", str(tmp_path), "--proxy", "http://127.0.0.1:8080/v1", "--key-env", "MY_KEY", "--port", "0"])
+    assert (args.command, args.root, args.proxy, args.key_env, args.port, args.host) == ("serve", str(tmp_path), "http://127.0.0.1:8080/v1", "MY_KEY", 0, "127.0.0.1")
+    monkeypatch.delenv("MY_KEY", raising=False)
+    assert cli_main(["serve", "--root", str(tmp_path), "--proxy", "http://127.0.0.1:8080/v1", "--key-env", "MY_KEY"]) == 2
+    assert "$MY_KEY is not set" in capsys.readouterr().err
+    monkeypatch.chdir(tmp_path)  # no build/site here
+    assert cli_main(["serve"]) == 2
+    assert "--root" in capsys.readouterr().err
+    monkeypatch.setenv("MY_KEY", "sk bad")
+    assert cli_main(["serve", "--root", str(tmp_path), "--proxy", "http://127.0.0.1:8080/v1", "--key-env", "MY_KEY"]) == 2
+    err = capsys.readouterr().err
+    assert "sk bad" not in err and "not shown" in err

@@ -46,7 +46,7 @@ $(SITE)/.built: .venv/.installed node_modules/.installed build/site.py build/mod
 build: $(SITE)/.built
 
 serve: build
-	$(PY) -m build.serve --port $(PORT)
+	$(PY) -m build.serve --port $(PORT) $(if $(PROXY),--proxy $(PROXY))
 
 # The runtime alone, for a site of your own: dist/aerix-<version>/ and its .tar.gz (build/dist.py;
 # the README.txt inside says how to serve it). No demo, no model.

@@ -1,15 +1,13 @@
 """Serve the offline site on 127.0.0.1 with the headers the page needs.
 
-    python -m build.serve [--port 8642] [--root build/site] [--verbose]
+    python -m build.serve [--port 8642] [--root build/site] [--proxy URL [--key-env NAME]] [--verbose]
 
-Cross-origin isolation (COOP same-origin + COEP require-corp) is what gives wllama
-its threads; without it llama.cpp silently runs on one. Range requests let a model
-download resume. Every response carries the Content-Security-Policy (CSP below); only
-files under the root are served (symlinks resolved), a folder only through its
-index.html, and a malformed path gets a 400, never a traceback. In a test, start it
+The server is the package's (`aerix.serve`: the headers, the CSP, the path checks, range
+requests, and with --proxy the key-holding proxy of `aerix.proxy`); this script serves the site
+`make build` writes, as `python -m aerix serve` does from the repository. In a test, start it
 in-process on a free port:
 
-    server, thread = serve("build/site", 0)
+    server, thread = serve("build/site", 0)        # proxy="http://127.0.0.1:8080/v1", key=... for /v1
     port = server.server_address[1]
     ...
     server.shutdown()
@@ -18,264 +16,41 @@ in-process on a free port:
 from __future__ import annotations
 
 import argparse
-import base64
-import hashlib
-import os
-import posixpath
-import re
 import sys
 import threading
-from functools import partial
-from html.parser import HTMLParser
-from http import HTTPStatus
-from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from pathlib import Path
-from typing import BinaryIO, ClassVar
-from urllib.parse import unquote
+from typing import Any
+
+from aerix import serve as _site
+from aerix.serve import CSP, HEADERS, MIME_TYPES, SiteHandler, _Server, policy
+
+__all__ = ["CSP", "HEADERS", "MIME_TYPES", "ROOT", "SiteHandler", "_Server", "main", "policy", "serve"]
 
 ROOT = Path(__file__).resolve().parent.parent
-
-HEADERS = {
-    "Cross-Origin-Opener-Policy": "same-origin",
-    "Cross-Origin-Embedder-Policy": "require-corp",
-    "Cross-Origin-Resource-Policy": "same-origin",
-    "Cache-Control": "no-cache",  # revalidate: a rebuilt site must never mix with a cached one
-}
-
-MIME_TYPES = {
-    ".html": "text/html; charset=utf-8",
-    ".js": "text/javascript; charset=utf-8",
-    ".mjs": "text/javascript; charset=utf-8",
-    ".css": "text/css; charset=utf-8",
-    ".json": "application/json",
-    ".wasm": "application/wasm",  # required by WebAssembly.instantiateStreaming
-    ".zip": "application/zip",
-    ".whl": "application/zip",
-    ".gguf": "application/octet-stream",
-    ".map": "application/json",
-    ".txt": "text/plain; charset=utf-8",
-    ".svg": "image/svg+xml",
-    ".ico": "image/x-icon",
-}
-
-# What the page may load and where it may connect: its own origin, plus what Pyodide and wllama
-# need, plus OpenAI-compatible servers on this machine (the demo's `?baseUrl=`, which demo.mjs
-# limits to the same loopback origins). No 'unsafe-eval' (neither needs it) and no 'unsafe-inline'
-# (an inline script is allowed by its hash, see policy()). The HTML pages carry the same policy in a
-# <meta http-equiv>, so a copy of the site served elsewhere keeps it; tests/unit/test_serve.py
-# checks that they agree.
-CSP = {
-    "default-src": "'self'",
-    # Pyodide and wllama compile WebAssembly; that is all 'wasm-unsafe-eval' allows (no JS eval)
-    "script-src": "'self' 'wasm-unsafe-eval'",
-    # the worker runtime (worker.mjs) from the origin; wllama starts its worker, and llama.cpp its
-    # threads, from blob: URLs
-    "worker-src": "'self' blob:",
-    # not http://[::1]:*: Chromium takes no IPv6 address in a CSP (it drops it as invalid, with a
-    # console error), so the demo takes 127.0.0.1 and localhost only
-    "connect-src": "'self' http://127.0.0.1:* http://localhost:*",
-    "img-src": "'self' data:",  # the pages' empty favicon, <link rel="icon" href="data:,">
-    "object-src": "'none'",
-    "base-uri": "'none'",
-    "form-action": "'self'",
-    "frame-ancestors": "'self'",  # a header only: a <meta> CSP cannot carry it
-}
+SITE = ROOT / "build" / "site"
 
 
-def policy(page: bytes | None = None, *, meta: bool = False) -> str:
-    """The CSP for a response; for an HTML `page`, each of its inline scripts is allowed by its sha256.
-
-    `meta=True`: the policy as the page's own `<meta http-equiv="Content-Security-Policy">` writes
-    it, without frame-ancestors (a browser ignores that one in a meta, with a console error).
-    """
-    directives = dict(CSP)
-    if page is not None and (scripts := _InlineScripts(page).texts):
-        directives["script-src"] += "".join(f" 'sha256-{_sha256(text)}'" for text in scripts)
-    if meta:
-        del directives["frame-ancestors"]
-    return "; ".join(f"{name} {sources}" for name, sources in directives.items())
-
-
-def _sha256(text: str) -> str:
-    return base64.b64encode(hashlib.sha256(text.encode()).digest()).decode()
-
-
-class _InlineScripts(HTMLParser):
-    """The text of each inline `<script>` of an HTML page, as the browser hashes it."""
-
-    def __init__(self, page: bytes) -> None:
-        super().__init__()
-        self.texts: list[str] = []
-        self._open: list[str] | None = None  # the parts of the script being read
-        # the browser sees the text after HTML's newline normalisation
-        self.feed(page.decode("utf-8", errors="replace").replace("\r\n", "\n").replace("\r", "\n"))
-        self.close()
-
-    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        if tag == "script" and "src" not in dict(attrs):
-            self._open = []
-
-    def handle_data(self, data: str) -> None:
-        if self._open is not None:
-            self._open.append(data)
-
-    def handle_endtag(self, tag: str) -> None:
-        if tag == "script" and self._open is not None:
-            self.texts.append("".join(self._open))
-            self._open = None
-
-
-class _Refused(Exception):
-    """A request path that names no file the server may send: answered with `status`, nothing more."""
-
-    def __init__(self, status: HTTPStatus) -> None:
-        super().__init__(status)
-        self.status = status
-
-
-class SiteHandler(SimpleHTTPRequestHandler):
-    extensions_map = {"": "application/octet-stream", **MIME_TYPES}  # noqa: RUF012 - the base class' hook
-    verbose: ClassVar[bool] = False
-
-    _policy: str = policy()  # per request, set by send_head; this one for errors answered before it
-
-    def end_headers(self) -> None:
-        for name, value in HEADERS.items():
-            self.send_header(name, value)
-        self.send_header("Content-Security-Policy", self._policy)  # a document enforces it; the rest ignore it
-        super().end_headers()
-
-    def translate_path(self, path: str) -> str:
-        """The real path that `path` names under the root, symlinks resolved (a folder's ends in `/`).
-
-        Raises _Refused: 400 for a path that is not one (no leading `/`, a NUL, bytes that are not
-        UTF-8), 404 for one that resolves outside the root or to a folder without an index.html.
-        """
-        path = path.split("?", 1)[0].split("#", 1)[0]
-        if not path.startswith("/"):
-            raise _Refused(HTTPStatus.BAD_REQUEST)
-        try:
-            name = unquote(path, errors="strict")
-        except UnicodeDecodeError:
-            raise _Refused(HTTPStatus.BAD_REQUEST) from None
-        if "\0" in name:
-            raise _Refused(HTTPStatus.BAD_REQUEST)
-        root = os.path.realpath(self.directory)
-        target = os.path.realpath(os.path.join(root, posixpath.normpath(name).lstrip("/")))
-        if os.path.commonpath([root, target]) != root:
-            raise _Refused(HTTPStatus.NOT_FOUND)
-        if os.path.isdir(target):
-            if not os.path.isfile(os.path.join(target, "index.html")):
-                raise _Refused(HTTPStatus.NOT_FOUND)  # never a listing
-            return target + "/"  # the base class sends its index.html, or redirects to ".../"
-        return target + "/" if name.endswith("/") else target  # "file/" stays a 404, as in the base class
-
-    def list_directory(self, path: str | os.PathLike[str]) -> None:
-        self.send_error(HTTPStatus.NOT_FOUND)  # never a listing, whatever a subclass' translate_path returns
-        return None
-
-    def send_head(self) -> BinaryIO | None:
-        """GET/HEAD, with a single `bytes=a-b` range answered by 206; an HTML page gets its own CSP."""
-        self._range_length: int | None = None  # per request: a connection serves several
-        self._policy = policy()
-        try:
-            return self._send_file()
-        except _Refused as refused:
-            self.send_error(refused.status)
-            return None
-
-    def _send_file(self) -> BinaryIO | None:
-        path = self.translate_path(self.path)
-        page = os.path.join(path, "index.html") if path.endswith("/") else path
-        if page.endswith(".html"):
-            try:
-                self._policy = policy(Path(page).read_bytes())
-            except OSError:
-                pass  # no such page: the base class answers 404
-        match = re.fullmatch(r"bytes=(\d*)-(\d*)", self.headers.get("Range", "").strip())
-        if not match or not os.path.isfile(path) or match.groups() == ("", ""):
-            return super().send_head()
-        size = os.path.getsize(path)
-        first, last = match.groups()
-        if first and last and int(last) < int(first):
-            return super().send_head()  # an invalid range is ignored (RFC 9110, 14.2)
-        if first:
-            start, end = int(first), min(int(last), size - 1) if last else size - 1
-        else:  # "bytes=-N": the last N bytes
-            start, end = max(size - int(last), 0), size - 1
-        if start >= size or end < start:
-            self.send_response(HTTPStatus.REQUESTED_RANGE_NOT_SATISFIABLE)
-            self.send_header("Content-Range", f"bytes */{size}")
-            self.send_header("Content-Length", "0")
-            self.end_headers()
-            return None
-        f = open(path, "rb")  # noqa: SIM115 - copyfile() reads it, then the caller closes it
-        f.seek(start)
-        self.send_response(HTTPStatus.PARTIAL_CONTENT)
-        self.send_header("Content-Type", self.guess_type(path))
-        self.send_header("Content-Range", f"bytes {start}-{end}/{size}")
-        self.send_header("Content-Length", str(end - start + 1))
-        self.send_header("Accept-Ranges", "bytes")
-        self.end_headers()
-        self._range_length = end - start + 1
-        return f
-
-    def copyfile(self, source: BinaryIO, outputfile: BinaryIO) -> None:  # type: ignore[override]
-        remaining = self._range_length
-        if remaining is None:
-            return super().copyfile(source, outputfile)
-        while remaining > 0:
-            chunk = source.read(min(remaining, 1 << 20))
-            if not chunk:
-                break
-            outputfile.write(chunk)
-            remaining -= len(chunk)
-
-    def log_message(self, format: str, *args: object) -> None:
-        if self.verbose:
-            super().log_message(format, *args)
-
-    def log_error(self, format: str, *args: object) -> None:
-        super().log_message(format, *args)  # errors always show, even when quiet
-
-
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True  # a page that keeps a connection open must not block shutdown
-
-    def handle_error(self, request: object, client_address: object) -> None:
-        # A page that cancels a download (a closed tab, an aborted model fetch) is no error of ours.
-        if not isinstance(sys.exc_info()[1], ConnectionError):
-            super().handle_error(request, client_address)  # type: ignore[arg-type]
-
-
-def serve(
-    root: str | Path = ROOT / "build" / "site", port: int = 8642, *, verbose: bool = False
-) -> tuple[ThreadingHTTPServer, threading.Thread]:
-    """Start serving `root` in a background thread; port 0 picks a free one (read `server.server_address`)."""
-    root = Path(root)
-    if not root.is_dir():
+def serve(root: str | Path = SITE, port: int = 8642, **options: Any) -> tuple[ThreadingHTTPServer, threading.Thread]:
+    """Start serving `root` (the built site) in a background thread; port 0 picks a free one.
+    `options`: those of `aerix.serve.serve` (host, proxy, key, verbose)."""
+    if not Path(root).is_dir():
         raise FileNotFoundError(f"{root} is not a folder: run `python -m build.site` first")
-    handler = partial(type("Handler", (SiteHandler,), {"verbose": verbose}), directory=str(root))  # verbose per server
-    server = _Server(("127.0.0.1", port), handler)
-    thread = threading.Thread(target=server.serve_forever, name="aerix-site", daemon=True)
-    thread.start()
-    return server, thread
+    return _site.serve(root, port, **options)
 
 
-def main() -> None:
+def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("port", nargs="?", type=int, help="same as --port")
-    parser.add_argument("--port", dest="port_option", type=int, default=8642)
-    parser.add_argument("--root", default=str(ROOT / "build" / "site"))
-    parser.add_argument("--verbose", action="store_true", help="log every request")
+    parser.add_argument("port_positional", metavar="port", nargs="?", type=int, help="same as --port")
+    _site.arguments(parser, root=str(SITE))
     args = parser.parse_args()
-    server, thread = serve(args.root, args.port if args.port is not None else args.port_option, verbose=args.verbose)
-    print(f"serving {args.root} at http://127.0.0.1:{server.server_address[1]}/ (Ctrl-C to stop)", flush=True)
-    try:
-        thread.join()
-    except KeyboardInterrupt:
-        server.shutdown()
+    if args.port_positional is not None:
+        args.port = args.port_positional
+    if not Path(args.root).is_dir():
+        print(f"build.serve: {args.root} is not a folder: run `make build` first", file=sys.stderr)
+        return 2
+    return _site.command(args)
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

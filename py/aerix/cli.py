@@ -2,6 +2,7 @@
 
     python -m aerix run --base-url http://127.0.0.1:8080/v1 --model qwen "Umbrella for Lisbon?"
     python -m aerix run --base-url ... --model ... --json "..."     # one JSON event per line
+    python -m aerix serve --root build/site --proxy http://127.0.0.1:8080/v1   # aerix.serve
 
 The model's text streams as it comes; every other event is a line of its own. Control
 characters from the model (ESC, CR, BEL, DEL, C1...; all but newline and tab) are printed as
@@ -29,6 +30,7 @@ from .agent import Agent
 from .engines.openai import OpenAIModel
 from .errors import AerixError
 from .events import Event
+from .serve import KEY_ENV, arguments, command
 
 __all__ = ["main", "parser", "run_command"]
 
@@ -39,14 +41,17 @@ _UNSAFE_IN_JSON = re.compile("[\x7f-\x9f]")
 _ABOUT = """\
 aerix: an agent runtime. A Python turn loop that runs in the web page (Pyodide) and on CPython;
 here, on CPython, it drives a model on an OpenAI-compatible server (llama.cpp's llama-server,
-vLLM, ...) and streams the run's events to the terminal."""
+vLLM, ...) and streams the run's events to the terminal (`run`), or serves the page with a
+proxy to such a server that holds its API key, so the page holds none (`serve`)."""
 
 _EXAMPLES = """\
-example:
+examples:
   python -m aerix run --base-url http://127.0.0.1:8080/v1 --model qwen "Umbrella for Lisbon?"
+  AERIX_PROXY_KEY=sk-... python -m aerix serve --root build/site --proxy https://api.example/v1
 
-`python -m aerix run --help` lists its options. Exit status: 0 on a final answer, 1 on any other
-ending, 130 when aborted (Ctrl-C), 2 on bad arguments. `run` needs httpx: pip install 'aerix[openai]'."""
+`python -m aerix COMMAND --help` lists a command's options. `run`'s exit status: 0 on a final
+answer, 1 on any other ending, 130 when aborted (Ctrl-C), 2 on bad arguments. `run` needs httpx:
+pip install 'aerix[openai]'; `serve` needs nothing more."""
 
 
 def parser() -> argparse.ArgumentParser:
@@ -72,6 +77,14 @@ def parser() -> argparse.ArgumentParser:
     run.add_argument("--seed", type=int, default=None, help="sampling seed (not sent unless given)")
     run.add_argument("--no-constrain", action="store_true", help="send no turn schema; parse and retry only")
     run.add_argument("--json", action="store_true", help="print each event as one JSON line")
+    serving = commands.add_parser(
+        "serve",
+        help="serve the site; with --proxy, forward its /v1 to a server with the key",
+        description="Serve the built site with the headers the page needs (cross-origin isolation, the CSP).\nWith --proxy URL, the page's /v1/models and /v1/chat/completions go to that OpenAI-compatible\nserver with the API key from the environment, so the page needs no key:\nboot({engine: {baseUrl: \"/v1\", model}}). Needs no extra: the standard library only.",
+        epilog=f"example:\n  {KEY_ENV}=sk-... python -m aerix serve --root build/site --proxy http://127.0.0.1:8080/v1",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    arguments(serving)
     return top
 
 
@@ -160,6 +173,8 @@ def _line(d: dict[str, Any]) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parser().parse_args(argv)
+    if args.command == "serve":
+        return command(args)
     try:
         return asyncio.run(_main(args))
     except AerixError as e:  # a bad option: the developer's mistake, said plainly

@@ -82,13 +82,16 @@ def test_the_installed_wheel_runs_python_m_aerix_help(built):
     helped = python("-m", "aerix", "--help", cwd=tmp, path=site)
     assert helped.returncode == 0, helped.stderr
     assert "python -m aerix run --base-url" in helped.stdout
+    # the server is in the wheel; the site is not: outside the repository it asks for --root
+    served = python("-m", "aerix", "serve", "--proxy", "http://127.0.0.1:8080/v1", cwd=tmp, path=site)
+    assert served.returncode == 2 and "pass --root DIR" in served.stderr, served.stderr
 
 
 def test_python_m_aerix_help_prints_the_commands_and_an_example():
     done = python("-m", "aerix", "--help", cwd=ROOT, path=ROOT / "py", timeout=60)
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("usage: python -m aerix [-h] [--version] COMMAND ...")
-    for said in ("an agent runtime", "run       run an agent on an OpenAI-compatible server", "example:", "Exit status: 0"):
+    for said in ("an agent runtime", "run       run an agent on an OpenAI-compatible server", "serve     serve the site", "examples:", "exit status: 0"):
         assert said in done.stdout
     version = python("-m", "aerix", "--version", cwd=ROOT, path=ROOT / "py", timeout=60)
     assert (version.returncode, version.stdout) == (0, f"aerix {aerix.__version__}\n")

@@ -1,4 +1,4 @@
-"""build/serve.py: only files under its root, never a folder listing, a clean 4xx for a malformed
+"""aerix.serve (and build/serve.py over it): only files under its root, never a folder listing, a clean 4xx for a malformed
 path, and the Content-Security-Policy on every response (issue 17, items 11 and 19)."""
 
 from __future__ import annotations

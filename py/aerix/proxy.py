@@ -1,0 +1,217 @@
+"""The key-holding proxy: the page's ``/v1`` requests forwarded to an OpenAI-compatible server,
+the API key added on the way, so the page never holds it.
+
+    upstream = Upstream("http://127.0.0.1:8080/v1", key=os.environ["AERIX_PROXY_KEY"])
+    server, thread = serve("build/site", 8642, proxy=upstream)      # aerix.serve
+    # the page: boot({engine: {baseUrl: "/v1", model: "qwen"}}), no key in it
+
+The rules, each with a test in ``tests/unit/test_proxy.py``:
+
+- Forwarded: ``GET /v1/models`` (the page lists the models first) and ``POST /v1/chat/completions``,
+  to the same paths under the upstream's URL, the query dropped. Any other ``/v1`` path is a 404,
+  another method a 405.
+- Upstream goes the body, its ``Content-Type`` and ``Accept``, and ``Authorization: Bearer <key>``;
+  every other header of the page (its own ``Authorization``, ``Cookie``, ...) is dropped.
+- Refused with a 403: a request whose ``Origin`` is not the site's own (another web page spending
+  the key) and, when it came in on a loopback address, one whose ``Host`` is not a loopback name
+  (another web page that made its own name point at 127.0.0.1: DNS rebinding).
+- A body over ``max_body`` bytes is a 413 (not read), a POST without ``Content-Length`` a 411.
+- Back to the page go the upstream's status, ``Content-Type`` and ``Retry-After``, and its body
+  chunk by chunk as it arrives, never buffered (``Connection: close`` ends it).
+- The key never reaches the page: wherever it (or its JSON-escaped form) appears in the body or a
+  header, as an upstream that echoes it in a 401 does, it becomes ``[redacted]``, even split across
+  chunks. Bytes that could begin the key wait for the next chunk; an event stream's chunks end in a
+  blank line, which no key begins, so nothing waits there.
+- An upstream that cannot be reached is a 502, one that does not answer in ``timeout_s`` a 504.
+- A page that leaves mid-stream closes the upstream connection, so the server stops generating.
+
+Every refusal is an RFC 9457 problem document (``application/problem+json``), the key never in it.
+Nothing is logged but the request line, which holds no key.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+from dataclasses import KW_ONLY, dataclass, field
+from http import HTTPStatus
+from http.server import BaseHTTPRequestHandler
+from ipaddress import ip_address
+from urllib.parse import urlsplit
+
+from .engines.openai.redact import REDACTED, clean_api_key, shown_url
+from .errors import AerixError, message_of
+
+__all__ = ["MAX_BODY", "PREFIX", "ROUTES", "Upstream", "forward"]
+
+PREFIX = "/v1"
+ROUTES = {"/v1/models": "GET", "/v1/chat/completions": "POST"}
+MAX_BODY = 8 << 20  # 8 MiB: a long conversation, with room to spare
+_REQUEST_HEADERS = ("Content-Type", "Accept")
+_RESPONSE_HEADERS = ("Content-Type", "Retry-After")  # Retry-After: the client's backoff reads it
+_LOOPBACK_NAMES = ("localhost",)
+
+
+@dataclass(frozen=True)
+class Upstream:
+    """Where the page's ``/v1`` requests go: ``url`` the API root, ``/v1`` included
+    (``http://127.0.0.1:8080/v1``); ``key`` sent as a Bearer token (``None``: no Authorization);
+    ``timeout_s`` to connect and between two chunks; ``max_body`` the largest request, in bytes."""
+
+    url: str
+    _: KW_ONLY
+    key: str | None = field(default=None, repr=False)
+    timeout_s: float = 300.0
+    max_body: int = MAX_BODY
+
+    def __post_init__(self) -> None:
+        parts = urlsplit(self.url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise AerixError("options", f"the proxy's upstream must be an http(s) URL, got {shown_url(self.url)!r}")
+        if parts.username is not None or parts.query or parts.fragment:
+            raise AerixError("options", f"the proxy's upstream URL {shown_url(self.url)!r} must carry no user, query or fragment: the key comes from the environment")
+        object.__setattr__(self, "url", self.url.rstrip("/"))
+        object.__setattr__(self, "key", clean_api_key(self.key))
+
+    def __repr__(self) -> str:
+        return f"Upstream({self.url!r}, key={REDACTED if self.key else None!r})"
+
+    def connect(self) -> http.client.HTTPConnection:
+        parts = urlsplit(self.url)
+        kind = http.client.HTTPSConnection if parts.scheme == "https" else http.client.HTTPConnection
+        return kind(parts.hostname or "", parts.port, timeout=self.timeout_s)
+
+
+def forward(page: BaseHTTPRequestHandler, upstream: Upstream) -> None:
+    """Answer ``page``'s request for a ``/v1`` path: forward it upstream, or refuse it."""
+    redact = _Redactor(upstream.key)
+    path = urlsplit(page.path).path
+    refusal = _refusal(page, path, upstream)
+    if refusal is not None:
+        _problem(page, *refusal)
+        return
+    body = page.rfile.read(int(page.headers["Content-Length"])) if page.command == "POST" else None
+    headers = {name: value for name in _REQUEST_HEADERS if (value := page.headers.get(name)) is not None}
+    if upstream.key:
+        headers["Authorization"] = f"Bearer {upstream.key}"
+    connection = upstream.connect()
+    try:
+        try:
+            connection.request(page.command, urlsplit(upstream.url).path + path.removeprefix(PREFIX), body=body, headers=headers)
+            answer = connection.getresponse()
+        except TimeoutError:
+            _problem(page, HTTPStatus.GATEWAY_TIMEOUT, f"the server at {upstream.url} did not answer in {upstream.timeout_s:g} s")
+            return
+        except (OSError, http.client.HTTPException) as e:
+            _problem(page, HTTPStatus.BAD_GATEWAY, redact.text(f"could not reach the server at {upstream.url}: {message_of(e) or type(e).__name__}"))
+            return
+        try:
+            _relay(page, answer, redact)
+        finally:
+            answer.close()  # it may own the socket (a response that ends the connection)
+    finally:
+        connection.close()  # also when the page left mid-stream: the server sees it and stops
+
+
+def _refusal(page: BaseHTTPRequestHandler, path: str, upstream: Upstream) -> tuple[HTTPStatus, str] | None:
+    """Why the request is not forwarded (its status and the problem's detail), or ``None``."""
+    if path not in ROUTES:
+        return HTTPStatus.NOT_FOUND, f"{path} is not forwarded: this proxy forwards only " + " and ".join(f"{m} {p}" for p, m in ROUTES.items())
+    if page.command != ROUTES[path]:
+        return HTTPStatus.METHOD_NOT_ALLOWED, f"{path} takes {ROUTES[path]} only"
+    host = page.headers.get("Host", "")
+    origin = page.headers.get("Origin")
+    if origin is not None and urlsplit(origin).netloc.lower() != host.lower():
+        return HTTPStatus.FORBIDDEN, "the request comes from another origin: only this site's pages may use the proxy"
+    # the address the request came in on: a page that reached this machine's loopback by a name
+    # of its own (DNS rebinding) names a host that is not this machine's
+    if _is_loopback(page.connection.getsockname()[0]) and not _is_loopback(urlsplit(f"//{host}").hostname or ""):
+        return HTTPStatus.FORBIDDEN, "the request names a host that is not this machine: use http://127.0.0.1 or http://localhost"
+    if page.command != "POST":
+        return None
+    if "Transfer-Encoding" in page.headers or "Content-Length" not in page.headers:
+        return HTTPStatus.LENGTH_REQUIRED, "the request needs a Content-Length"
+    length = page.headers["Content-Length"]
+    if not length.isdigit():
+        return HTTPStatus.BAD_REQUEST, "the request's Content-Length is not a number"
+    if int(length) > upstream.max_body:
+        return HTTPStatus.REQUEST_ENTITY_TOO_LARGE, f"the request has {int(length)} bytes; the proxy takes at most {upstream.max_body}"
+    return None
+
+
+def _is_loopback(host: object) -> bool:
+    if not isinstance(host, str):
+        return False
+    if host.lower() in _LOOPBACK_NAMES or host.lower().endswith(".localhost"):
+        return True
+    try:
+        return ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def _relay(page: BaseHTTPRequestHandler, answer: http.client.HTTPResponse, redact: _Redactor) -> None:
+    """The upstream's answer to the page as it comes: status, two headers, the body chunk by chunk."""
+    page.send_response(answer.status, redact.text(answer.reason or ""))
+    for name in _RESPONSE_HEADERS:
+        if (value := answer.getheader(name)) is not None:
+            page.send_header(name, redact.text(value))
+    page.send_header("Connection", "close")
+    page.close_connection = True
+    page.end_headers()
+    while True:
+        try:
+            chunk = answer.read1(1 << 16)
+        except (OSError, http.client.HTTPException) as e:  # the server broke off: so does the page's stream
+            page.log_error("%s", redact.text(f"the upstream stream broke off: {message_of(e) or type(e).__name__}"))
+            return
+        try:
+            page.wfile.write(redact.feed(chunk) if chunk else redact.close())
+            page.wfile.flush()
+        except OSError:  # the page left
+            return
+        if not chunk:
+            return
+
+
+def _problem(page: BaseHTTPRequestHandler, status: HTTPStatus, detail: str) -> None:
+    """An RFC 9457 problem document, and the connection closed (an unread body is not read)."""
+    body = json.dumps({"type": "about:blank", "title": status.phrase, "status": int(status), "detail": detail}).encode()
+    page.send_response(status)
+    if status == HTTPStatus.METHOD_NOT_ALLOWED:
+        page.send_header("Allow", ROUTES.get(urlsplit(page.path).path, ""))
+    page.send_header("Content-Type", "application/problem+json")
+    page.send_header("Content-Length", str(len(body)))
+    page.send_header("Connection", "close")
+    page.close_connection = True
+    page.end_headers()
+    try:
+        page.wfile.write(body)
+    except OSError:
+        pass
+
+
+class _Redactor:
+    """The key blanked out of a stream of bytes, even where a chunk ends inside it."""
+
+    def __init__(self, key: str | None) -> None:
+        forms = {key, json.dumps(key)[1:-1], json.dumps(key)[1:-1].replace("/", "\\/")} if key else set()
+        self.secrets = sorted((f.encode() for f in forms if f), key=len, reverse=True)
+        self.held = b""  # the end of the last chunk, which may begin a secret
+
+    def feed(self, chunk: bytes) -> bytes:
+        data = self.held + chunk
+        for secret in self.secrets:
+            data = data.replace(secret, REDACTED.encode())
+        keep = max((n for s in self.secrets for n in range(1, min(len(s), len(data) + 1)) if data.endswith(s[:n])), default=0)
+        self.held = data[len(data) - keep :]
+        return data[: len(data) - keep]
+
+    def close(self) -> bytes:
+        held, self.held = self.held, b""
+        return held
+
+    def text(self, text: str) -> str:
+        for secret in self.secrets:
+            text = text.replace(secret.decode(), REDACTED)
+        return text

@@ -41,7 +41,7 @@ class LlamaServer:
     of context, one thread (two threads spin against each other on 2 shared cores: ~4 tokens/s
     instead of ~5,000), metrics on (to count decodes)."""
 
-    def __init__(self, model: Path, log: Path, alias: str = "tiny") -> None:
+    def __init__(self, model: Path, log: Path, alias: str = "tiny", extra: tuple[str, ...] = ()) -> None:
         binary = llama_server.find()
         if binary is None:
             raise RuntimeError("llama-server is not built: run `make llama-server` (make test-e2e does)")
@@ -51,7 +51,7 @@ class LlamaServer:
         self.url = f"http://127.0.0.1:{self.port}"
         self.log_path = log
         args = [str(binary), "-m", str(model), "--host", "127.0.0.1", "--port", str(self.port), "--alias", alias,
-                "-np", "1", "-c", "4096", "-t", "1", "--no-webui", "--metrics"]
+                "-np", "1", "-c", "4096", "-t", "1", "--no-webui", "--metrics", *extra]
         self._log = open(log, "wb")  # noqa: SIM115 - closed in stop()
         self.process = subprocess.Popen(args, stdout=self._log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
         self._wait_healthy()

@@ -137,7 +137,7 @@ export async function agentRun({ name, session, turns, maxTokens, seed = 1, work
   const options = {
     instructions: `Session ${session}. You are a travel helper. Use the tools when they help, then answer briefly.`,
     tools: TOOLS,
-    limits: { turns, retries: turns, maxTokens },
+    limits: { turns, retries: turns, maxTokens, repeatCalls: null }, // every run makes `turns` generations
     generation: { temperature: 0.7, seed },
     hooks: { onFinal: () => ({ continue: "Thanks. And what about tomorrow?" }) },
   };

@@ -157,11 +157,11 @@ class Bench:
         suffix = "" if mode == "page" else "_worker"
         p2: dict[str, Any] = {
             **summary([min(r) for r in reuse]),
-            "per_turn": [summary([r[t] for r in reuse]) for t in range(len(reuse[0]))],
+            "per_turn": [summary([r[t] for r in reuse]) for t in range(min(len(r) for r in reuse))],
             "into_previous_reply": summary(into_reply),
         }
         if reuse_chat:
-            p2["chat_path"] = {**summary([min(r) for r in reuse_chat]), "per_turn": [summary([r[t] for r in reuse_chat]) for t in range(len(reuse_chat[0]))]}
+            p2["chat_path"] = {**summary([min(r) for r in reuse_chat]), "per_turn": [summary([r[t] for r in reuse_chat]) for t in range(min(len(r) for r in reuse_chat))]}
         return {
             f"P1{suffix}": {**summary(ratios), "a_ms": summary(a_ms), "b_ms": summary(b_ms), "same_tokens": f"{same}/{len(ratios)}"},
             f"P2{suffix}": p2,

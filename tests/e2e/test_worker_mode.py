@@ -3,7 +3,7 @@
 `{module, export}` runs where Python runs (in worker mode, the worker: the page's own instance of
 the module never sees the call); and in worker mode the page's main thread stays free during a run
 (a 10 ms page timer never waits more than 50 ms, while aerix boots or runs; in page mode the
-boot holds it far longer)."""
+boot holds it far longer). And every final of these runs streamed first as `final_delta` text."""
 
 from __future__ import annotations
 
@@ -47,7 +47,7 @@ LIFE = """async ({ worker, prompts }) => {
   for (const prompt of prompts) {
     const agent = ai.agent({ instructions: demo.INSTRUCTIONS, tools, limits: { turns: 4, retries: 2, maxTokens: 256 }, generation: { temperature: 0 } });
     const events = [];
-    for await (const ev of agent.run(prompt)) if (ev.type !== "text" && ev.type !== "final_delta") events.push(ev);
+    for await (const ev of agent.run(prompt)) if (ev.type !== "text") events.push(ev);
     runs.push(events);
   }
   clearInterval(timer);
@@ -71,6 +71,20 @@ def lived(browser, site, mode):
     for events in out["runs"]:
         assert [e["type"] for e in events].count("final") + [e["type"] for e in events].count("end") == 1, events
     return out
+
+
+def test_every_final_streamed_as_text_first(lived):
+    """The final_delta events since the last retry (a retry drops what came before) join into the
+    final's text, in every run that ends in a final."""
+    finals = [events for events in lived["runs"] if events[-1]["type"] == "final"]
+    assert len(finals) >= 3, [events[-1] for events in lived["runs"]]
+    pieces = []
+    for events in finals:
+        since = max([i for i, e in enumerate(events) if e["type"] == "retry"], default=-1)
+        deltas = [e["text"] for e in events[since + 1 :] if e["type"] == "final_delta"]
+        assert deltas and "".join(deltas) == events[-1]["text"], (deltas, events[-1])
+        pieces.append(len(deltas))
+    assert max(pieces) > 1, f"no answer came in more than one piece: {pieces}"
 
 
 def calls_and_results(out, tool):

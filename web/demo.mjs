@@ -17,8 +17,9 @@ const MODEL = params.get("model") || BUNDLED;
 // not be able to send them anywhere else. The page's CSP (build/serve.py) allows the same origins.
 const LOOPBACK = ["127.0.0.1", "localhost"]; // not [::1]: a CSP cannot name an IPv6 address
 const SERVER = serverFrom(params.get("baseUrl"));
-// ?worker=1 runs Python and the engine in a Web Worker (aerix.mjs), ?worker=0 in this page
-const WORKER = params.has("worker") ? params.get("worker") === "1" : undefined;
+// Python and the engine run in a Web Worker (aerix.mjs), the recommended mode: the page stays
+// responsive while they boot. ?worker=0 runs them in this page instead.
+const WORKER = params.get("worker") !== "0";
 
 /** The server `?baseUrl=` names, if it is on this machine; said on the page either way. */
 function serverFrom(baseUrl) {
@@ -75,7 +76,7 @@ let aerix;
 try {
   aerix = await boot({
     ...(SERVER ? { engine: SERVER } : { model: MODEL }),
-    ...(WORKER === undefined ? {} : { worker: WORKER }),
+    worker: WORKER,
     onProgress: (p) => {
       if (p.phase !== "model") return void ($("status").textContent = `Loaded: ${p.phase}`);
       window.demo.progress.push(p);

@@ -41,6 +41,7 @@ from typing import TYPE_CHECKING, Any, AsyncGenerator, Sequence
 from .abort import Abort
 from .calls import StepInterrupted, until_aborted
 from .errors import AerixError, describe
+from .streams import iterate
 
 if TYPE_CHECKING:
     from .agent import Agent
@@ -136,7 +137,7 @@ async def _generate(model: Any, messages: list[dict[str, str]], request: dict[st
     entries: list[Any] | None = None
     done = False
     try:
-        async with aclosing(_deltas(model.chat(messages, request))) as deltas:
+        async with aclosing(iterate(model.chat(messages, request))) as deltas:
             while not done:
                 try:
                     delta = await until_aborted(deltas.__anext__(), abort)
@@ -162,19 +163,6 @@ async def _generate(model: Any, messages: list[dict[str, str]], request: dict[st
     if not done:
         raise AerixError("engine", "engine failed: the model's stream ended without a done item")
     return entries
-
-
-async def _deltas(source: Any) -> AsyncGenerator[Any, None]:
-    """The model's deltas; closing this closes the model's iterator (a closed stream stops the engine)."""
-    if not hasattr(source, "__aiter__"):
-        raise AerixError("engine", f"model.chat must return an async iterator, got {type(source).__name__}")
-    try:
-        async for item in source:
-            yield item
-    finally:
-        close = getattr(source, "aclose", None)
-        if close is not None:
-            await close()
 
 
 def _check(question: Any, options: Any, top_logprobs: Any) -> str:

@@ -42,6 +42,7 @@ from typing import TYPE_CHECKING, Any, AsyncGenerator, Iterable, Literal
 from .errors import AerixError, describe
 from .events import Compacted, End, Event, Usage
 from .state import Conversation, utf8_size
+from .streams import Stream
 from .turn import nests_too_deep
 
 if TYPE_CHECKING:
@@ -284,33 +285,22 @@ def _ask() -> dict[str, str]:
 async def _summarize(loop: Loop, messages: list[dict[str, str]], cap: int) -> AsyncGenerator[Usage | tuple[str | None, str | None], None]:
     """Ask the model for the summary of ``messages``: its ``usage``, then ``(summary, None)`` or
     ``(None, why not)``; nothing more when the run was halted (``loop.stop`` says why)."""
-    from .calls import StepInterrupted, until_aborted
-    from .loop import _iterate, _usage  # the generate phase's own reading of a stream
-
     agent, limits = loop.agent, loop.limits
     time_left = None if limits.timeout_s is None else limits.timeout_s - loop.elapsed()
     constraint = SUMMARY_SCHEMA if agent.constrain else None
     options = {"max_tokens": cap, "constraint": constraint, "signal": loop.signal, "generation": dict(agent.generation), "time_left_s": time_left}
     parts: list[str] = []
-    done: Any = None
+    stream: Stream | None = None
     why: str | None = None
     try:
-        async with aclosing(_iterate(agent.model.chat([*messages, _ask()], options))) as deltas:
-            while loop.halted() is None and why is None:
-                try:
-                    delta = await until_aborted(deltas.__anext__(), loop.signal)
-                except (StopAsyncIteration, StepInterrupted):
-                    break
-                kind = delta.get("type") if isinstance(delta, dict) else None
-                if kind == "text" and done is None and isinstance(delta.get("text"), str):
-                    parts.append(delta["text"])
-                elif kind == "done" and done is None and _usage(delta) is not None:
-                    done = delta
-                else:
-                    why = f"the model yielded {delta!r} out of protocol"
+        stream = Stream(agent.model.chat([*messages, _ask()], options), loop.signal, loop.halted)
+        async with aclosing(stream.texts()) as texts:
+            parts += [piece async for piece in texts]
+        why = stream.breach
     except Exception as e:
         why = f"the summary generation failed: {e.message if isinstance(e, AerixError) else describe(e)}"
     loop.stop = loop.halted(" during a compaction")
+    done = None if stream is None else stream.done
     if done is not None:
         yield loop.count_usage(done)
     if loop.stop is None:

@@ -19,14 +19,13 @@ when the consuming task is cancelled).
 from __future__ import annotations
 
 import asyncio
-import inspect
 from contextlib import aclosing
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, AsyncGenerator, Callable, Protocol, Union
 
 from .abort import Abort
 from .artifacts import RunArtifacts
-from .calls import RepeatedCall, StepInterrupted, call_tool, until_aborted
+from .calls import RepeatedCall, StepInterrupted, call_tool
 from .channels import Channels
 from .compaction import compact
 from .errors import AerixError, describe
@@ -36,6 +35,7 @@ from .limits import HookFailed
 from .tools import Tool, ToolContext, WaitingForApproval, run_tool
 from .trust import Invoker
 from .state import Conversation, LoopState, Pending
+from .streams import Stream, usage_of
 from .turn import TurnRefused, cut_note, parse_turn, refused_note
 
 if TYPE_CHECKING:
@@ -233,27 +233,20 @@ class Loop:
         time_left = None if self.limits.timeout_s is None else self.limits.timeout_s - self.elapsed()
         options = {"max_tokens": self.limits.max_tokens, "constraint": self.schema, "signal": self.signal, "generation": dict(agent.generation), "time_left_s": time_left}
         parts: list[str] = []
-        done: Any = None
         reader = FinalText() if agent.output is None else None  # the answer, decoded as it streams
+        stream: Stream | None = None
         try:
-            async with aclosing(_iterate(agent.model.chat(list(self.conversation.messages), options))) as deltas:
-                while self.halted() is None:
-                    try:
-                        delta = await until_aborted(deltas.__anext__(), self.signal)
-                    except (StopAsyncIteration, StepInterrupted):
-                        break
-                    kind = delta.get("type") if isinstance(delta, dict) else None
-                    if kind == "text" and done is None and isinstance(delta.get("text"), str):
-                        parts.append(delta["text"])
-                        yield Text(delta["text"])
-                        answer = reader.feed(delta["text"]) if reader is not None else ""
-                        if answer:
-                            yield FinalDelta(answer)
-                    elif kind == "done" and done is None and _usage(delta) is not None:
-                        done = delta
-                    else:
-                        self.stop = End("error", f"engine failed: the model yielded {delta!r} out of protocol")
-                        return
+            stream = Stream(agent.model.chat(list(self.conversation.messages), options), self.signal, self.halted)
+            async with aclosing(stream.texts()) as texts:
+                async for piece in texts:
+                    parts.append(piece)
+                    yield Text(piece)
+                    answer = reader.feed(piece) if reader is not None else ""
+                    if answer:
+                        yield FinalDelta(answer)
+            if stream.breach is not None:
+                self.stop = End("error", f"engine failed: {stream.breach}")
+                return
         except AerixError as e:
             if not self.signal.aborted and e.kind == "output":
                 gen.unusable = e.message
@@ -266,16 +259,17 @@ class Loop:
                 self.stop = End("error", f"engine failed: {describe(e)}")
                 return
         self.stop = self.halted(" during a generation")
+        done = None if stream is None else stream.done
         if self.stop is None and done is None:
             self.stop = End("error", "engine failed: the model's stream ended without a done item")
-        if self.stop is None:
+        if self.stop is None and done is not None:
             yield self.count_usage(done, sent=len(self.conversation.messages))
             gen.text, gen.finish = "".join(parts), done.get("finish_reason")
 
     def count_usage(self, done: dict[str, Any], sent: int | None = None) -> Usage:
         """Count a generation's tokens into the run's; with ``sent``, the number of messages it
         was sent, its prompt count is the conversation's measure (``compaction.py``)."""
-        usage = _usage(done)
+        usage = usage_of(done)
         assert usage is not None  # checked when the done item came
         self.state.tokens += usage.prompt_tokens + usage.completion_tokens
         if sent is not None:
@@ -399,40 +393,3 @@ class TokenBudget:
 
 class _Draining(Exception):
     """``Agent.drain()`` was called: the run stops at the checkpoint just written."""
-
-
-def _usage(done: dict[str, Any]) -> Usage | None:
-    """The usage of a done item (missing counts are 0), or ``None`` when it is out of protocol."""
-    usage = done.get("usage")
-    if usage is None:
-        usage = {}
-    if not isinstance(usage, dict):
-        return None
-    counts = [usage.get(k, 0) or 0 for k in ("prompt_tokens", "completion_tokens", "cached_tokens")]
-    # a count is a whole number >= 0 (a JavaScript engine's numbers may arrive as floats)
-    if not all(isinstance(n, (int, float)) and not isinstance(n, bool) and n >= 0 and float(n).is_integer() for n in counts):
-        return None
-    return Usage(*(int(n) for n in counts))
-
-
-async def _iterate(source: Any) -> AsyncGenerator[Any, None]:
-    """Wrap the model's iterator so closing ours closes theirs (a closed stream stops the engine)."""
-    if not hasattr(source, "__aiter__"):
-        if inspect.iscoroutine(source):
-            source.close()  # an `async def chat` that returns: closed, so Python does not warn
-        raise TypeError(f"model.chat must return an async iterator (an async generator), got {type(source).__name__}")
-    cancelled = False
-    try:
-        async for item in source:
-            yield item
-    except asyncio.CancelledError:
-        cancelled = True  # the consumer was cancelled: that goes on, not a failure to close
-        raise
-    finally:
-        close = getattr(source, "aclose", None)
-        if close is not None:
-            try:
-                await close()
-            except Exception:
-                if not cancelled:
-                    raise

@@ -1,0 +1,86 @@
+"""Reading a model's stream, as the Model protocol (``model.py``) defines it: ``text`` deltas, then
+one ``done`` item whose ``usage`` counts are whole numbers.
+
+Every request aerix makes of a model reads its stream here: a turn (the loop's generate phase),
+a compaction's summary (``compaction.py``) and a choice (``choose.py``, through :func:`iterate`).
+Stopping to read closes the model's iterator, since a closed stream is how an engine is told to
+stop generating; an abort of the run's signal stops the read at once."""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+from contextlib import aclosing
+from typing import Any, AsyncGenerator, Callable
+
+from .abort import Abort
+from .calls import StepInterrupted, until_aborted
+from .events import Usage
+
+__all__ = ["Stream", "iterate", "usage_of"]
+
+
+class Stream:
+    """One request's stream. ``async for piece in stream.texts()`` yields its text pieces in order
+    and stops at the stream's end, when ``signal`` aborts, when ``halted()`` returns anything but
+    ``None`` (checked before each delta), or at a delta out of protocol. Then ``done`` is the done
+    item (``None`` if none came) and ``breach`` names the delta out of protocol (``None`` if none).
+    What the model raises goes to the reader of ``texts()``."""
+
+    def __init__(self, source: Any, signal: Abort, halted: Callable[[], object] = lambda: None) -> None:
+        self.source, self.signal, self.halted = source, signal, halted
+        self.done: dict[str, Any] | None = None
+        self.breach: str | None = None
+
+    async def texts(self) -> AsyncGenerator[str, None]:
+        async with aclosing(iterate(self.source)) as deltas:
+            while self.halted() is None:
+                try:
+                    delta = await until_aborted(deltas.__anext__(), self.signal)
+                except (StopAsyncIteration, StepInterrupted):
+                    return
+                kind = delta.get("type") if isinstance(delta, dict) else None
+                if kind == "text" and self.done is None and isinstance(delta.get("text"), str):
+                    yield delta["text"]
+                elif kind == "done" and self.done is None and usage_of(delta) is not None:
+                    self.done = delta
+                else:
+                    self.breach = f"the model yielded {delta!r} out of protocol"
+                    return
+
+
+def usage_of(done: dict[str, Any]) -> Usage | None:
+    """The usage of a done item (missing counts are 0), or ``None`` when it is out of protocol."""
+    usage = done.get("usage")
+    if usage is None:
+        usage = {}
+    if not isinstance(usage, dict):
+        return None
+    counts = [usage.get(k, 0) or 0 for k in ("prompt_tokens", "completion_tokens", "cached_tokens")]
+    # a count is a whole number >= 0 (a JavaScript engine's numbers may arrive as floats)
+    if not all(isinstance(n, (int, float)) and not isinstance(n, bool) and n >= 0 and float(n).is_integer() for n in counts):
+        return None
+    return Usage(*(int(n) for n in counts))
+
+
+async def iterate(source: Any) -> AsyncGenerator[Any, None]:
+    """Wrap the model's iterator so closing ours closes theirs (a closed stream stops the engine)."""
+    if not hasattr(source, "__aiter__"):
+        if inspect.iscoroutine(source):
+            source.close()  # an `async def chat` that returns: closed, so Python does not warn
+        raise TypeError(f"model.chat must return an async iterator (an async generator), got {type(source).__name__}")
+    cancelled = False
+    try:
+        async for item in source:
+            yield item
+    except asyncio.CancelledError:
+        cancelled = True  # the consumer was cancelled: that goes on, not a failure to close
+        raise
+    finally:
+        close = getattr(source, "aclose", None)
+        if close is not None:
+            try:
+                await close()
+            except Exception:
+                if not cancelled:
+                    raise

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sys
 import time
 from pathlib import Path
@@ -19,6 +20,33 @@ from .chromium import launch
 from .serve import serve
 
 ROOT = Path(__file__).resolve().parent.parent
+
+
+# a model's text must not drive the terminal: C0 controls but tab and newline, DEL and C1 are
+# shown escaped (as `python -m aerix` does)
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def transcript(events: list[dict]) -> list[str]:
+    """The lines `make demo` prints for a run's events: the model's raw text of each generation on
+    one line (its `text` deltas joined; the `final_delta` pieces of the answer are not lines of
+    their own), then a line per event that says something."""
+    out, text = [], ""
+    for ev in events:
+        if ev["type"] == "text":
+            text += ev["text"]
+            continue
+        if ev["type"] == "final_delta":
+            continue
+        if text:
+            out.append(f"  model    {text}")
+            text = ""
+        shown = line(ev)
+        if shown:
+            out.append(shown)
+    if text:
+        out.append(f"  model    {text}")
+    return [_CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", s) for s in out]
 
 
 def line(ev: dict) -> str | None:
@@ -74,18 +102,8 @@ def main() -> int:
         page.click("#run")
         print(f"\nprompt   {args.prompt}")
         page.wait_for_function("() => window.demo.transcript.length > 0 && !window.demo.running", timeout=600_000)
-        events = page.evaluate("window.demo.transcript")
-        text = ""
-        for ev in events:
-            if ev["type"] == "text":
-                text += ev["text"]
-                continue
-            if text:
-                print(f"  model    {text}")
-                text = ""
-            shown = line(ev)
-            if shown:
-                print(shown)
+        for shown in transcript(page.evaluate("window.demo.transcript")):
+            print(shown)
         browser.close()
     if foreign:
         print(f"requests left the origin: {foreign}", file=sys.stderr)

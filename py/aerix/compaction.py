@@ -290,17 +290,16 @@ async def _summarize(loop: Loop, messages: list[dict[str, str]], cap: int) -> As
     constraint = SUMMARY_SCHEMA if agent.constrain else None
     options = {"max_tokens": cap, "constraint": constraint, "signal": loop.signal, "generation": dict(agent.generation), "time_left_s": time_left}
     parts: list[str] = []
-    stream: Stream | None = None
+    stream = Stream(agent.model, [*messages, _ask()], options, loop.halted)
     why: str | None = None
     try:
-        stream = Stream(agent.model.chat([*messages, _ask()], options), loop.signal, loop.halted)
         async with aclosing(stream.texts()) as texts:
             parts += [piece async for piece in texts]
         why = stream.breach
     except Exception as e:
         why = f"the summary generation failed: {e.message if isinstance(e, AerixError) else describe(e)}"
     loop.stop = loop.halted(" during a compaction")
-    done = None if stream is None else stream.done
+    done = stream.done
     if done is not None:
         yield loop.count_usage(done)
     if loop.stop is None:

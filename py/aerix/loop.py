@@ -234,9 +234,8 @@ class Loop:
         options = {"max_tokens": self.limits.max_tokens, "constraint": self.schema, "signal": self.signal, "generation": dict(agent.generation), "time_left_s": time_left}
         parts: list[str] = []
         reader = FinalText() if agent.output is None else None  # the answer, decoded as it streams
-        stream: Stream | None = None
+        stream = Stream(agent.model, list(self.conversation.messages), options, self.halted)
         try:
-            stream = Stream(agent.model.chat(list(self.conversation.messages), options), self.signal, self.halted)
             async with aclosing(stream.texts()) as texts:
                 async for piece in texts:
                     parts.append(piece)
@@ -259,7 +258,7 @@ class Loop:
                 self.stop = End("error", f"engine failed: {describe(e)}")
                 return
         self.stop = self.halted(" during a generation")
-        done = None if stream is None else stream.done
+        done = stream.done
         if self.stop is None and done is None:
             self.stop = End("error", "engine failed: the model's stream ended without a done item")
         if self.stop is None and done is not None:

@@ -21,22 +21,24 @@ __all__ = ["Stream", "iterate", "usage_of"]
 
 
 class Stream:
-    """One request's stream. ``async for piece in stream.texts()`` yields its text pieces in order
-    and stops at the stream's end, when ``signal`` aborts, when ``halted()`` returns anything but
+    """One request, ``model.chat(messages, options)``, and its stream. ``async for piece in
+    stream.texts()`` sends the request, yields the text pieces in order and stops at the stream's
+    end, when the request's ``options["signal"]`` aborts, when ``halted()`` returns anything but
     ``None`` (checked before each delta), or at a delta out of protocol. Then ``done`` is the done
     item (``None`` if none came) and ``breach`` names the delta out of protocol (``None`` if none).
-    What the model raises goes to the reader of ``texts()``."""
+    What the model raises, sending or streaming, goes to the reader of ``texts()``."""
 
-    def __init__(self, source: Any, signal: Abort, halted: Callable[[], object] = lambda: None) -> None:
-        self.source, self.signal, self.halted = source, signal, halted
+    def __init__(self, model: Any, messages: list[dict[str, str]], options: dict[str, Any], halted: Callable[[], object] = lambda: None) -> None:
+        self.model, self.messages, self.options, self.halted = model, messages, options, halted
         self.done: dict[str, Any] | None = None
         self.breach: str | None = None
 
     async def texts(self) -> AsyncGenerator[str, None]:
-        async with aclosing(iterate(self.source)) as deltas:
+        signal: Abort = self.options["signal"]
+        async with aclosing(iterate(self.model.chat(self.messages, self.options))) as deltas:
             while self.halted() is None:
                 try:
-                    delta = await until_aborted(deltas.__anext__(), self.signal)
+                    delta = await until_aborted(deltas.__anext__(), signal)
                 except (StopAsyncIteration, StepInterrupted):
                     return
                 kind = delta.get("type") if isinstance(delta, dict) else None

@@ -11,20 +11,16 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import sys
 import time
 from pathlib import Path
+
+from aerix.cli import _printable  # the CLI's escaping of control characters
 
 from .chromium import launch
 from .serve import serve
 
 ROOT = Path(__file__).resolve().parent.parent
-
-
-# a model's text must not drive the terminal: C0 controls but tab and newline, DEL and C1 are
-# shown escaped (as `python -m aerix` does)
-_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
 
 def transcript(events: list[dict]) -> list[str]:
@@ -46,7 +42,7 @@ def transcript(events: list[dict]) -> list[str]:
             out.append(shown)
     if text:
         out.append(f"  model    {text}")
-    return [_CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", s) for s in out]
+    return [_printable(s) for s in out]  # a model's text must not drive the terminal
 
 
 def line(ev: dict) -> str | None:

@@ -69,7 +69,7 @@ def lived(browser, site, mode):
     assert traffic.foreign == [] and traffic.failed == [], (traffic.foreign, traffic.failed)
     assert out["worker"] is (mode == "worker")
     for events in out["runs"]:
-        assert [e["type"] for e in events].count("final") + [e["type"] for e in events].count("end") == 1, events
+        assert sum(e["type"] in ("final", "end") for e in events) == 1, events
     return out
 
 

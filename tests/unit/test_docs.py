@@ -30,9 +30,8 @@ def prose(text: str) -> list[str]:
 
 
 def slug(heading: str) -> str:
-    """GitHub's anchor for a heading: lower case, punctuation dropped, spaces to hyphens."""
-    text = re.sub(r"[`*_]", "", heading.strip().lower()).replace("_", "")
-    return re.sub(r"[^\w\- ]", "", text).replace(" ", "-")
+    """GitHub's anchor for a heading: lower case, punctuation but `_` and `-` dropped, spaces to hyphens."""
+    return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
 
 
 def anchors(page: Path) -> set[str]:
@@ -63,3 +62,4 @@ def test_slugs_follow_github():
     assert slug("What changed in the runtime for these figures") == "what-changed-in-the-runtime-for-these-figures"
     assert slug("On a server: the same agent on an OpenAI-compatible engine") == "on-a-server-the-same-agent-on-an-openai-compatible-engine"
     assert slug("`make demo`, step by step") == "make-demo-step-by-step"
+    assert slug("`Limits.repeat_calls`") == "limitsrepeat_calls"

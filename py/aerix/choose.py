@@ -6,7 +6,11 @@
 
 The method: one generation, apart from the conversation (which it neither sends nor changes).
 The system message is the agent's instructions and one rule; the user message is the question
-and the options labelled A, B, C, ... (:func:`choice_messages`). The engine is asked for the
+and the options labelled A, B, C, ..., one a line (:func:`choice_messages`). Text from outside
+is treated as a run treats it: chat-template control tokens in the instructions, the question
+and the options are broken with a word joiner (:func:`aerix.turn.neutralise`), and an option may
+not hold a line break (``\n``, ``\r``, U+0085, U+2028, U+2029, ...) or another control
+character, which could forge another option's label line. The engine is asked for the
 log-probabilities of the reply's first tokens (``options["top_logprobs"]``, see
 :mod:`aerix.model`), ``max_tokens`` 4, under a constraint that the reply is one of the labels
 (a JSON string: ``"A"``), so the engine samples a label and never stray bytes. The engine reports
@@ -25,7 +29,8 @@ llama.cpp (in-page or ``llama-server``) reports the model's own distribution, be
 settings (other servers may report it after them); OpenAI caps ``top_logprobs`` at 20, and so
 does vLLM by default.
 
-Errors: bad arguments are ``options``; a model that yields no log-probabilities is ``options``
+Errors: bad arguments are ``options`` (an option with a line break or a control character
+among them, named); a model that yields no log-probabilities is ``options``
 too (the fix is another engine); a reply whose first token has no option's label among its
 alternatives is ``output``; the signal or the agent's ``Limits.timeout_s`` stopping it is
 ``abort``; an engine failure is ``engine``.
@@ -35,6 +40,7 @@ from __future__ import annotations
 
 import asyncio
 import math
+import re
 from contextlib import aclosing
 from typing import TYPE_CHECKING, Any, AsyncGenerator, Sequence
 
@@ -42,6 +48,7 @@ from .abort import Abort
 from .calls import StepInterrupted, until_aborted
 from .errors import AerixError, describe
 from .streams import iterate
+from .turn import neutralise
 
 if TYPE_CHECKING:
     from .agent import Agent
@@ -50,6 +57,9 @@ __all__ = ["LABELS", "MAX_TOKENS", "choice_messages", "choose", "scores_from"]
 
 LABELS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"  # one per option; a capital letter is one token in the tokenizers we know
 MAX_TOKENS = 4  # room for a blank token or two before the label; only the first other token is read
+# What ends a line (for str.splitlines, and for a model that reads U+2028 as one) or is no text:
+# C0 and C1 controls (tab aside), the line and paragraph separators
+_NOT_IN_A_LINE = re.compile(r"[\x00-\x08\x0a-\x1f\x7f-\x9f\u2028\u2029]")
 _RULE = "Answer with the letter of one option and nothing else."
 _NO_LOGPROBS = (
     "choose needs the engine's log-probabilities, and this model gave none: use the in-page engine "
@@ -85,10 +95,13 @@ async def choose(agent: Agent, question: str, options: Sequence[str], signal: An
 
 
 def choice_messages(instructions: str, question: str, options: Sequence[str]) -> list[dict[str, str]]:
-    """What the model is sent: the agent's instructions and the rule, then the labelled options."""
+    """What the model is sent: the agent's instructions and the rule, then the labelled options,
+    one a line. Chat-template control tokens in all three are broken as in a run's messages
+    (:func:`aerix.turn.neutralise`), so none can close the message and forge another."""
     labels = LABELS[: len(options)]
+    instructions, question = neutralise(instructions), neutralise(question)
     system = f"{instructions.strip()}\n\n{_RULE}" if instructions.strip() else _RULE
-    listed = "\n".join(f"{label}. {option}" for label, option in zip(labels, options))
+    listed = "\n".join(f"{label}. {neutralise(option)}" for label, option in zip(labels, options))
     letters = f"{', '.join(labels[:-1])} or {labels[-1]}"
     return [
         {"role": "system", "content": system},
@@ -174,6 +187,10 @@ def _check(question: Any, options: Any, top_logprobs: Any) -> str:
         raise AerixError("options", f"options must hold 2 to {len(LABELS)} strings, got {len(options)}")
     if not all(isinstance(o, str) and o.strip() for o in options):
         raise AerixError("options", f"each option must be a non-empty string, got {list(options)!r}")
+    for n, option in enumerate(options, 1):
+        bad = _NOT_IN_A_LINE.search(option)
+        if bad:
+            raise AerixError("options", f"option {n} ({option[:60]!r}) holds {bad[0]!r}: an option is one line without control characters, so it cannot forge another option's label line")
     stripped = [o.strip() for o in options]
     if len(set(stripped)) != len(stripped):
         twice = sorted({o for o in stripped if stripped.count(o) > 1})

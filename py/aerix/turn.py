@@ -213,7 +213,9 @@ def _unfence(text: str) -> str:
 
 def system_message(instructions: str, tools: Sequence[Tool], output: Output | None = None) -> str:
     """The system message: the instructions, then the contract and the tools (and, with an
-    ``output``, the schema the final answer follows)."""
+    ``output``, the schema the final answer follows). Chat-template control tokens in it (from
+    the instructions, a tool's or a field's description, the output schema) are broken, as in
+    any message from outside (:func:`neutralise`)."""
     view = [
         {
             "name": t.name,
@@ -234,7 +236,7 @@ def system_message(instructions: str, tools: Sequence[Tool], output: Output | No
     ]
     shape = None if output is None else output.text()
     text: str = _template().render(instructions=instructions.strip(), tools=view, max_calls=MAX_CALLS, output=shape)
-    return text.strip() + "\n"
+    return neutralise(text.strip()) + "\n"
 
 
 @lru_cache(maxsize=1)

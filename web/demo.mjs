@@ -301,7 +301,8 @@ function downloadLink(el, artifact) {
     links.set(artifact.id, null);
     const store = shown;
     store.agent.artifact(artifact.id).then(
-      ({ meta, blob }) => links.set(artifact.id, { href: URL.createObjectURL(blob), filename: meta.filename ?? meta.id }),
+      // saved, never rendered: a tool's text/html opened in a tab would run as this page's origin
+      ({ meta, blob }) => links.set(artifact.id, { href: URL.createObjectURL(new Blob([blob], { type: "application/octet-stream" })), filename: meta.filename ?? meta.id }),
       (e) => links.set(artifact.id, { error: e.message }),
     ).then(() => shown === store && draw());
   }

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, AsyncGenerator, Callable, Sequence
 
 from .agent_state import AgentState, state_tools as tools_for_state
-from .artifacts import Artifact, File, RunArtifacts, attachments_note, check_attachments, list_artifacts, not_found, read_artifact
+from .artifacts import Artifact, ArtifactMemory, File, RunArtifacts, attachments_note, check_attachments, list_artifacts, not_found, read_artifact
 from .durable import RunRecord, Runs
 from .channels import Channel, check_channels
 from .choose import choose as choose_among
@@ -27,7 +27,7 @@ from .events import End, Event, Final, Interrupted, Waiting
 from .limits import Hooks, Limits
 from .loop import Loop, Memory
 from .state import Conversation, LoopState
-from .stores import STORE_METHODS, MemoryStore, Store
+from .stores import STORE_METHODS, Store
 from .tools import ContextKey, Tool
 from .trust import Invoker, ToolPolicy
 from .output import Output
@@ -121,7 +121,7 @@ class Agent:
         self.instructions = instructions
         self.constrain = constrain
         self.store = store
-        self.artifact_store: Any = store if store is not None else MemoryStore()  # artifacts.py; in memory without a store
+        self.artifact_store: Any = store if store is not None else ArtifactMemory()  # artifacts.py; bounded, in memory without a store
         self.clock = clock or time.time
         self.output = Output.of(output)
         self.system = system_message(instructions, self.tools, self.output)
@@ -180,10 +180,13 @@ class Agent:
         return self._schemas[allowed]
 
     def reset(self) -> None:
-        """Forget the conversation (the system message stays). A kept conversation
+        """Forget the conversation (the system message stays), and without a store the artifacts
+        kept in memory (:mod:`aerix.artifacts`). A kept conversation
         (``conversation_id``) is forgotten in the store when the next run starts from this one."""
         self._claim_check("reset")
         self._conversation = Conversation([{"role": "system", "content": self.system}])
+        if isinstance(self.artifact_store, ArtifactMemory):
+            self.artifact_store.clear()  # the conversation that named them is gone
         if self._kept is not None:
             self._kept.loaded = True  # the next run starts from here, not from the store's
 
@@ -260,7 +263,7 @@ class Agent:
         ``AerixError(kind="options", reason="artifact_not_found")``."""
         found = await read_artifact(self.artifact_store, artifact_id)
         if found is None:
-            raise not_found(artifact_id, f"in {self.store!r}" if self.store is not None else "kept by this agent")
+            raise not_found(artifact_id, f"in {self.store!r}" if self.store is not None else "kept by this agent (without a store: its latest runs', since reset)")
         return found
 
     async def artifacts(self, run_id: str) -> list[Artifact]:

@@ -7,14 +7,25 @@ In a tool (``ctx.artifacts``), scoped to the run::
     every = await ctx.artifacts.list()                                        # this run's, in put order
 
 An artifact is kept in the Agent's store apart from the run record (SQLite rows with a BLOB,
-IndexedDB Blobs, a dict in ``MemoryStore``); without a store, in a memory of the Agent's own. A
-checkpoint never holds the bytes: the conversation names an artifact only by what a tool says of
-it (its id, typically), and the run's artifacts are found by its run id.
+IndexedDB Blobs, a dict in ``MemoryStore``); without a store, in a memory of the Agent's own
+(:class:`ArtifactMemory`), which is bounded: it keeps the artifacts of the Agent's latest 16 runs
+(:data:`MEMORY_RUNS`), at most 64 MiB in all (:data:`MEMORY_BYTES`), dropping the oldest run's
+first, and ``Agent.reset()`` drops them all; a put that would take one run's own artifacts past
+64 MiB is refused (``options``: in a tool, its error result). A checkpoint never holds the
+bytes: the conversation names an artifact only by what a tool says of it (its id, typically),
+and the run's artifacts are found by its run id.
 
 Ids are deterministic: the n-th put of call ``call_3`` of run ``r`` is always the same id, so a
 call that runs again (a resumed effect tool whose record was lost in a crash, a call answered
 after an approval) puts the same artifacts again in place, never a second copy. Attachments are
 the puts of a call named ``input``.
+
+A file name is a plain name, or ``None``: at most 255 characters and 255 bytes of UTF-8; no path
+separator nor a character drawn like one (``/``, ``\\``, ``:``, U+2044, U+2215, U+29F8, U+FF0F,
+U+FF3C, ...); no control character, line or paragraph separator, or invisible format character
+(bidi overrides and isolates U+202A-U+202E and U+2066-U+2069, marks U+200E, U+200F; the
+zero-width joiners U+200C and U+200D are allowed); no blank or dot first or last (so neither
+``.`` nor ``..``). Anything else is ``AerixError(kind="options")`` naming the name and why.
 
 ``run(prompt, attachments=[...])`` stores the files as the run's first artifacts before the first
 generation, emits an ``artifact`` event for each, and tells the model of them in the user message:
@@ -26,9 +37,11 @@ error result.
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
 import re
+import unicodedata
 import uuid
 from dataclasses import dataclass
 from typing import Any, Sequence
@@ -36,12 +49,17 @@ from typing import Any, Sequence
 from .errors import AerixError
 from .events import NewArtifact
 
-__all__ = ["Artifact", "Artifacts", "File", "RunArtifacts", "attachments_note", "check_attachments", "check_file", "list_artifacts", "not_found", "read_artifact"]
+__all__ = ["MEMORY_BYTES", "MEMORY_RUNS", "Artifact", "ArtifactMemory", "Artifacts", "File", "RunArtifacts", "attachments_note", "check_attachments", "check_file", "list_artifacts", "not_found", "read_artifact"]
 
 NOT_FOUND = "artifact_not_found"
+MEMORY_RUNS = 16  # without a store: the runs whose artifacts are kept
+MEMORY_BYTES = 64 * 2**20  # without a store: their bytes, all together
 INPUT = "input"  # the "call" that attachments are put by
 _MEDIA_TYPE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]*/[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]*(\s*;[^\x00-\x1f\x7f]*)?$")
-_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+# "/" and "\\", ":" (the classic Mac OS separator, and Windows' drive and stream mark), and the
+# characters drawn like a slash or a backslash
+_SEPARATORS = frozenset("/\\:\u2044\u2215\u2216\u2571\u2572\u29f5\u29f8\u29f9\ufe68\uff0f\uff3c\u0338\u20e5")
+_JOINERS = frozenset("\u200c\u200d")  # zero-width (non-)joiners: Persian words and emoji sequences need them
 
 
 @dataclass(frozen=True)
@@ -93,11 +111,27 @@ def check_file(data: Any, media_type: Any, filename: Any = None, what: str = "an
     if len(media_type) > 255 or not _MEDIA_TYPE.match(media_type):
         raise AerixError("options", f"{what}: media_type must look like 'type/subtype' (e.g. 'text/csv'), got {media_type[:80]!r}")
     if filename is not None:
-        if not isinstance(filename, str) or not filename.strip() or len(filename) > 255:
+        if not isinstance(filename, str) or not filename.strip():
             raise AerixError("options", f"{what}: filename must be a non-empty string of at most 255 characters, or None; got {filename!r}")
-        if _CONTROL.search(filename) or "/" in filename or "\\" in filename:
-            raise AerixError("options", f"{what}: filename {filename[:80]!r} holds a path separator or a control character")
+        why = _bad_filename(filename)
+        if why is not None:
+            raise AerixError("options", f"{what}: filename {repr(filename)[:80]} {why}")
     return File(data, media_type, filename)
+
+
+def _bad_filename(name: str) -> str | None:
+    """Why ``name`` is no plain file name (see the module docstring), or ``None``."""
+    if len(name) > 255 or len(name.encode("utf-8", "surrogatepass")) > 255:
+        return "is longer than 255 characters or 255 bytes of UTF-8"
+    for ch in name:
+        if ch in _SEPARATORS:
+            return f"holds a path separator or one that looks like it ({ch!r})"
+        kind = unicodedata.category(ch)
+        if kind in ("Cc", "Zl", "Zp", "Cs") or (kind == "Cf" and ch not in _JOINERS):
+            return f"holds a control character or an invisible format character ({ch!r}: bidi overrides and isolates among them)"
+    if name[0] in " ." or name[-1] in " ." or name[0].isspace() or name[-1].isspace():
+        return "starts or ends with a blank or a dot (as '.' and '..' do)"
+    return None
 
 
 def check_attachments(attachments: Any) -> list[File]:
@@ -154,6 +188,8 @@ class RunArtifacts:
     async def keep(self, call_id: str, n: int, f: File) -> Artifact:
         digest = hashlib.sha256(f"{self.run_id}\n{call_id}\n{n}".encode()).hexdigest()
         art = Artifact(f"art_{digest[:24]}", self.run_id, f.media_type, f.filename, len(f.data), hashlib.sha256(f.data).hexdigest())
+        if isinstance(self.store, ArtifactMemory):  # before the store, whose failures end a run
+            self.store.room(self.run_id, art.id, len(f.data))
         await _use(self.store, "put_artifact", art.to_dict(), f.data)
         return art
 
@@ -198,6 +234,64 @@ class Artifacts:
     async def list(self) -> list[Artifact]:
         """This run's artifacts, in put order (attachments first)."""
         return await self._run.list()
+
+
+class ArtifactMemory:
+    """Where an Agent without a store keeps artifacts: the latest ``runs`` runs' (by their latest
+    put), at most ``max_bytes`` in all. A put makes room by dropping the oldest runs' artifacts
+    (never its own run's); a run whose own artifacts would pass ``max_bytes`` is refused
+    (:meth:`room`); ``Agent.reset()`` drops them all (:meth:`clear`). The store protocol's three
+    artifact methods, as :class:`aerix.stores.MemoryStore` has them."""
+
+    def __init__(self, runs: int = MEMORY_RUNS, max_bytes: int = MEMORY_BYTES) -> None:
+        self.runs, self.max_bytes = runs, max_bytes
+        self.size = 0
+        self._by_run: dict[str, dict[str, tuple[dict[str, Any], bytes]]] = {}  # the latest run last; a run's in put order
+        self._run_of: dict[str, str] = {}  # artifact id -> its run id
+
+    def __repr__(self) -> str:
+        return f"ArtifactMemory(runs={len(self._by_run)}/{self.runs}, bytes={self.size}/{self.max_bytes})"
+
+    def room(self, run_id: str, artifact_id: str, size: int) -> None:
+        """``AerixError(kind="options")`` if run ``run_id``'s artifacts, with ``size`` bytes put
+        as ``artifact_id``, would pass ``max_bytes`` on their own."""
+        own = size + sum(len(data) for id_, (_, data) in self._by_run.get(run_id, {}).items() if id_ != artifact_id)
+        if own > self.max_bytes:
+            raise AerixError(
+                "options",
+                f"this run's artifacts would take {own} bytes, over the {self.max_bytes} an Agent without a store keeps in memory; give the Agent a store (aerix.stores)",
+            )
+
+    async def put_artifact(self, meta: dict[str, Any], data: bytes) -> None:
+        run_id, artifact_id = meta["run_id"], meta["id"]
+        self.room(run_id, artifact_id, len(data))
+        kept = self._by_run.pop(run_id, {})  # put back last: the latest run
+        if artifact_id in kept:
+            self.size -= len(kept[artifact_id][1])
+        kept[artifact_id] = (copy.deepcopy(meta), bytes(data))  # a replaced id keeps its place
+        self._by_run[run_id], self._run_of[artifact_id] = kept, run_id
+        self.size += len(data)
+        while len(self._by_run) > self.runs or self.size > self.max_bytes:
+            self._drop(next(iter(self._by_run)))  # never this run's: it is last and fits alone
+
+    async def get_artifact(self, artifact_id: str) -> tuple[dict[str, Any], bytes] | None:
+        run_id = self._run_of.get(artifact_id)
+        if run_id is None:
+            return None
+        meta, data = self._by_run[run_id][artifact_id]
+        return copy.deepcopy(meta), data
+
+    async def list_artifacts(self, run_id: str) -> list[dict[str, Any]]:
+        return [copy.deepcopy(meta) for meta, _ in self._by_run.get(run_id, {}).values()]
+
+    def clear(self) -> None:
+        for run_id in list(self._by_run):
+            self._drop(run_id)
+
+    def _drop(self, run_id: str) -> None:
+        for artifact_id, (_, data) in self._by_run.pop(run_id).items():
+            self.size -= len(data)
+            del self._run_of[artifact_id]
 
 
 async def read_artifact(store: Any, artifact_id: Any) -> tuple[Artifact, bytes] | None:

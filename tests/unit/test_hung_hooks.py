@@ -89,10 +89,11 @@ async def test_a_hung_callback_ends_the_run_at_the_timeout(hung, durable):
     assert events[-1].reason == "timeout", events[-1]
 
 
+@pytest.mark.parametrize("durable", [False, True], ids=["memory", "durable"])
 @pytest.mark.parametrize("hung", list(HUNG))
-async def test_a_hung_callback_ends_the_run_on_the_signal(hung):
+async def test_a_hung_callback_ends_the_run_on_the_signal(hung, durable):
     options, script = HUNG[hung]
-    agent = Agent(model=ScriptedModel(list(script)), **options)
+    agent = Agent(model=ScriptedModel(list(script)), store=MemoryStore() if durable else None, **options)
     signal = Abort()
     asyncio.get_running_loop().call_later(0.05, signal.abort, "stop pressed")
     events = await end_and_next_run(agent, signal=signal)
@@ -231,3 +232,25 @@ async def test_invoker_of_refuses_a_permissions_string_instead_of_splitting_it(p
     assert caught.value.kind == "options" and "permissions" in caught.value.message
     assert Invoker.of({"id": "ana", "permissions": [permissions]}).permissions == (permissions,)
     assert Invoker.of({"id": "ana"}).permissions == () == Invoker.of({"id": "ana", "permissions": None}).permissions
+
+
+# -- the page's toolPolicy (JavaScript): a Promise is awaited, a throw refuses ------------------
+
+
+async def test_a_page_tool_policy_may_answer_a_promise_or_throw(monkeypatch):
+    from aerix import page_options
+    from aerix.trust import policy_refusal
+
+    answers = {"note": True, "send": False, "read_page": RuntimeError("Error: no user")}  # as call_js gives them
+
+    async def call_js(fn, agent, tool, invoker):
+        await asyncio.sleep(0)  # a Promise
+        if isinstance(answers[tool], Exception):
+            raise answers[tool]  # a JsException, on CPython any exception
+        return answers[tool]
+
+    monkeypatch.setattr(page_options, "call_js", call_js)
+    policy = page_options._js_policy(lambda *args: None)
+    assert await policy_refusal(policy, "agent", "note", None) is None
+    assert await policy_refusal(policy, "agent", "send", None) == "refused: permission tool:agent:send"
+    assert await policy_refusal(policy, "agent", "read_page", None) == "refused: policy error: RuntimeError: Error: no user"

@@ -29,7 +29,7 @@ from .loop import Loop, Memory
 from .state import Conversation, LoopState
 from .stores import STORE_METHODS, Store
 from .tools import ContextKey, Tool
-from .trust import Invoker, ToolPolicy
+from .trust import Invoker, ToolPolicy, policy_refusal
 from .output import Output
 from .turn import system_message, turn_schema
 
@@ -167,12 +167,15 @@ class Agent:
             raise AerixError("options", f"context keys are aerix.ContextKey objects, got {type(key).__name__}")
         self.context[key] = value
 
-    def schema_for(self, invoker: Invoker | None) -> dict[str, Any] | None:
+    async def schema_for(self, invoker: Invoker | None) -> dict[str, Any] | None:
         """The turn schema of a run by ``invoker``: only the tools the policy lets it use (the
-        system message still lists every tool, so the conversation stays byte-stable)."""
+        system message still lists every tool, so the conversation stays byte-stable). The
+        policy is asked as before a call (``trust.policy_refusal``): awaited, and one that
+        raises leaves the tool out."""
         if self.schema is None or self.tool_policy is None:
             return self.schema
-        allowed = frozenset(t.name for t in self.tools if self.tool_policy(self.name, t.name, invoker))
+        policy = self.tool_policy
+        allowed = frozenset([t.name for t in self.tools if await policy_refusal(policy, self.name, t.name, invoker) is None])
         if allowed == self.tool_names:
             return self.schema
         if allowed not in self._schemas:
@@ -397,7 +400,7 @@ async def _answer(stream: AsyncGenerator[Event, None], output: Output | None = N
 
 
 def _check_trust_options(name: Any, tool_policy: Any, on_tainted: Any) -> None:
-    if not isinstance(name, str) or not _AGENT_NAME.match(name):
+    if not isinstance(name, str) or not _AGENT_NAME.fullmatch(name):
         raise AerixError("options", f"name must be letters, digits, '_', '.' or '-' (it is a permission segment), got {name!r}")
     if tool_policy is not None and not callable(tool_policy):
         raise AerixError("options", "tool_policy must be a function (agent name, tool name, invoker) -> bool, e.g. require_tool_permission()")

@@ -320,7 +320,7 @@ def _readable(agent: str, data: dict[str, Any]) -> dict[str, Any]:
 
 
 def _check_name(name: Any) -> None:
-    if not isinstance(name, str) or not _NAME.match(name):
+    if not isinstance(name, str) or not _NAME.fullmatch(name):
         raise AerixError("options", f"state collection name {name!r} must match {_NAME.pattern}")
 
 

@@ -108,7 +108,7 @@ def check_file(data: Any, media_type: Any, filename: Any = None, what: str = "an
         raise AerixError("options", f"{what}: data must be bytes or a str, got {type(data).__name__}")
     if not isinstance(media_type, str) or not media_type.strip():
         raise AerixError("options", f"{what}: media_type must be a non-empty string such as 'text/plain', got {media_type!r}")
-    if len(media_type) > 255 or not _MEDIA_TYPE.match(media_type):
+    if len(media_type) > 255 or not _MEDIA_TYPE.fullmatch(media_type):
         raise AerixError("options", f"{what}: media_type must look like 'type/subtype' (e.g. 'text/csv'), got {media_type[:80]!r}")
     if filename is not None:
         if not isinstance(filename, str) or not filename.strip():

@@ -15,8 +15,13 @@ once, and a resumed run knows the calls before its checkpoint.
 
 Every wait on a tool goes through :func:`until_aborted`, which is also how a generation is
 waited for: the awaited step runs in its own task and is cancelled the moment the signal
-aborts, so a hung tool or engine cannot outlast an abort or a timeout. A sync tool that blocks
-the thread cannot be interrupted: nothing else runs while it does.
+aborts, so a hung tool or engine cannot outlast an abort or a timeout. So does every other
+callback of the developer's on the call's way: the ``tool_policy``, the ``before_call`` and
+``after_call`` hooks and the trust flags (``on_final`` and the policy at run start in
+``loop.py``), each waited for under the run's signal (a tool's own ``timeout_s`` bounds the tool
+alone). An interrupted callback stops the run as an interrupted tool does: the loop closes the
+turn and the run ends ``abort`` or ``timeout``. A sync tool or callback that blocks the thread
+cannot be interrupted: nothing else runs while it does.
 """
 
 from __future__ import annotations
@@ -29,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 from .abort import Abort
 from .events import Call, NewArtifact, Result, Taint
 from .tools import Tool, ToolContext, run_tool
-from .trust import flag_holds
+from .trust import TrustFlag, flag_holds, policy_refusal
 from .turn import repeated_note
 
 if TYPE_CHECKING:
@@ -136,10 +141,11 @@ async def _call(loop: Loop, call: Call) -> tuple[Call, list[NewArtifact | Taint 
         channels=loop.channels.for_call(call.id),
         budget=loop.budget,
     )
+    hooks = agent.hooks
     try:
-        refused = _refused_by_policy(loop, tool)
-        if refused is None:
-            answer = await agent.hooks.before(call, ctx)
+        refused = await _refused_by_policy(loop, tool)
+        if refused is None and hooks.before_call is not None:
+            answer = await until_aborted(hooks.before(call, ctx), loop.signal)
             if answer is not None and answer[0] == "input":
                 call = Call(call.id, call.tool, answer[1])
             refused = f"refused: {answer[1]}" if answer is not None and answer[0] == "deny" else None
@@ -148,12 +154,12 @@ async def _call(loop: Loop, call: Call) -> tuple[Call, list[NewArtifact | Taint 
         taints = False
         if refused is None:
             try:
-                taints = await flag_holds(tool.trust["taint"], call.input, ctx)
+                taints = await _flag(loop, tool.trust["taint"], call, ctx)
             except ValueError as e:
                 refused = f"error: {tool.name}: {e}"
         text, error = await _run(loop, tool, call, ctx) if refused is None else (refused, True)
         result = Result(call.id, call.tool, text, error)
-        replaced = await agent.hooks.after(call, result)
+        replaced = None if hooks.after_call is None else await until_aborted(hooks.after(call, result), loop.signal)
         if replaced is not None:
             result = Result(call.id, call.tool, replaced, error)
         events: list[NewArtifact | Taint | Result] = list(artifacts.made)
@@ -166,11 +172,21 @@ async def _call(loop: Loop, call: Call) -> tuple[Call, list[NewArtifact | Taint 
             signal.close()
 
 
-def _refused_by_policy(loop: Loop, tool: Tool) -> str | None:
-    policy, name = loop.agent.tool_policy, loop.agent.name
-    if policy is None or policy(name, tool.name, loop.invoker):
+async def _refused_by_policy(loop: Loop, tool: Tool) -> str | None:
+    """The ``tool_policy``'s refusal of this call, if it refuses (``trust.policy_refusal``)."""
+    policy = loop.agent.tool_policy
+    if policy is None:
         return None
-    return f"refused: permission tool:{name}:{tool.name}"
+    refused: str | None = await until_aborted(policy_refusal(policy, loop.agent.name, tool.name, loop.invoker), loop.signal)
+    return refused
+
+
+async def _flag(loop: Loop, flag: TrustFlag, call: Call, ctx: ToolContext) -> bool:
+    """A trust flag's answer for this call; a function is interrupted by the run's signal."""
+    if isinstance(flag, bool):
+        return flag
+    holds: bool = await until_aborted(flag_holds(flag, call.input, ctx), loop.signal)
+    return holds
 
 
 async def _taint_guard(loop: Loop, tool: Tool, call: Call, ctx: ToolContext) -> str | None:
@@ -178,7 +194,7 @@ async def _taint_guard(loop: Loop, tool: Tool, call: Call, ctx: ToolContext) -> 
     if loop.conversation.taint is None:
         return None
     try:
-        if not await flag_holds(tool.trust["guard_when_tainted"], call.input, ctx):
+        if not await _flag(loop, tool.trust["guard_when_tainted"], call, ctx):
             return None
     except ValueError as e:
         return f"error: {tool.name}: {e}"

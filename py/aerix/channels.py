@@ -112,7 +112,7 @@ def check_channels(channels: Any) -> dict[str, Channel]:
     by_name: dict[str, Channel] = {}
     for channel in channels:
         name = getattr(channel, "name", None)
-        if not isinstance(name, str) or not NAME.match(name):
+        if not isinstance(name, str) or not NAME.fullmatch(name):
             raise AerixError("options", f"a channel's name must be letters, digits, '_', '.' or '-' (1 to 64), got {name!r}")
         if not callable(getattr(channel, "out", None)):
             raise AerixError("options", f"channel {name!r} needs an out(message) method")

@@ -50,7 +50,7 @@ class KeptConversation:
     def __init__(self, store: Any, agent: str, conversation_id: Any) -> None:
         if store is None:
             raise AerixError("options", "conversation_id keeps the conversation in a store: give the Agent store=...")
-        if not isinstance(conversation_id, str) or not _ID.match(conversation_id):
+        if not isinstance(conversation_id, str) or not _ID.fullmatch(conversation_id):
             raise AerixError("options", f"conversation_id must be a string of 1 to 200 characters, no control characters, got {conversation_id!r}")
         self.store, self.id = store, conversation_id
         self.key = f"conversation:{agent}/{conversation_id}"

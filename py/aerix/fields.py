@@ -130,7 +130,7 @@ def _field_type(where: str, hint: Any) -> tuple[str, tuple[Any, ...] | None, str
 
 
 def check_field_name(where: str, key: Any) -> None:
-    if not isinstance(key, str) or not re.match(r"^[A-Za-z_][A-Za-z0-9_]{0,63}$", key):
+    if not isinstance(key, str) or not re.fullmatch(r"^[A-Za-z_][A-Za-z0-9_]{0,63}$", key):
         raise AerixError("options", f"{where}: a field name must be an identifier of at most 64 characters")
 
 

@@ -1,7 +1,9 @@
 """Limits and hooks: keyword-only value objects, each also accepted as a plain dict.
 
 The loop asks ``Hooks`` for each hook's answer (``before``, ``after``, ``final``); a hook that
-throws or answers out of contract raises :class:`HookFailed`, which ends the run ``error``.
+throws or answers out of contract raises :class:`HookFailed`, which ends the run ``error``. The
+loop waits for each answer under the run's signal (``calls.until_aborted``), so an abort or
+``Limits.timeout_s`` interrupts a hook that hangs.
 """
 
 from __future__ import annotations
@@ -38,7 +40,8 @@ class Limits:
       with a note giving its full length. ``None``: never cut.
     - ``timeout_s``: seconds the run may spend running (waiting for an approval or a dead page
       does not count; a resumed run keeps counting from its checkpoint); checked before each
-      generation, on each streamed delta and before each tool call (ending reason ``timeout``).
+      generation, on each streamed delta and before each tool call, and interrupts a hung
+      generation, tool, hook, trust flag or tool policy (ending reason ``timeout``).
     - ``max_total_tokens``: prompt plus completion tokens over the run's generations (a
       compaction's summary included); checked before each generation (ending reason ``tokens``).
     - ``repeat_calls``: the repeat guard, checked before each call (``calls.py``). A call is a
@@ -103,6 +106,9 @@ class Hooks:
       ``text`` as a user message, within ``Limits.turns``.
 
     A hook that throws, or returns anything else, ends the run with ``end`` reason ``error``.
+    An async hook that does not answer is interrupted like a tool: the run's signal ends the run
+    ``abort`` and ``Limits.timeout_s`` ends it ``timeout`` (its task is cancelled; a call hook's
+    ``ctx.signal`` is aborted first). A sync hook that blocks the thread cannot be interrupted.
     A call answered with an earlier call's result (``Limits.repeat_calls``) runs neither call
     hook: nothing runs, and its text is the one they already saw.
     """

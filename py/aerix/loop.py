@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, AsyncGenerator, Callable, Protocol, Union
 
 from .abort import Abort
 from .artifacts import RunArtifacts
-from .calls import RepeatedCall, StepInterrupted, call_tool
+from .calls import RepeatedCall, StepInterrupted, call_tool, until_aborted
 from .channels import Channels
 from .compaction import compact
 from .errors import AerixError, describe
@@ -120,7 +120,8 @@ class Loop:
         self.signal = Abort.following(signal)
         self.deadline_passed = False
         self.invoker = invoker
-        self.schema = agent.schema_for(invoker)  # the tools this invoker may use
+        self.schema: dict[str, Any] | None = None  # the tools this invoker may use: asked at the first generation
+        self.schema_known = False
         self.book = book
         # what a tool's ctx reaches besides the call (agent_state.py, artifacts.py, channels.py)
         self.state_view: Any = agent.state
@@ -229,6 +230,10 @@ class Loop:
     async def generate(self, gen: _Generation) -> AsyncGenerator[Event, None]:
         """One model request: stream its text; record how it finished, or stop on how it failed."""
         agent = self.agent
+        if not self.schema_known:
+            await self.narrow_schema()
+            if self.stop is not None:
+                return
         self.state.generations += 1
         time_left = None if self.limits.timeout_s is None else self.limits.timeout_s - self.elapsed()
         options = {"max_tokens": self.limits.max_tokens, "constraint": self.schema, "signal": self.signal, "generation": dict(agent.generation), "time_left_s": time_left}
@@ -264,6 +269,17 @@ class Loop:
         if self.stop is None and done is not None:
             yield self.count_usage(done, sent=len(self.conversation.messages))
             gen.text, gen.finish = "".join(parts), done.get("finish_reason")
+
+    async def narrow_schema(self) -> None:
+        """Once per run, before its first generation: the turn schema of the tools the invoker may
+        use (``Agent.schema_for``). The tool policy may be async; the signal and ``timeout_s``
+        interrupt it as they do any callback (``calls.py``)."""
+        try:
+            self.schema = await until_aborted(self.agent.schema_for(self.invoker), self.signal)
+        except StepInterrupted:
+            self.stop = self.halted(" while the tool policy was asked")
+            return
+        self.schema_known = True
 
     def count_usage(self, done: dict[str, Any], sent: int | None = None) -> Usage:
         """Count a generation's tokens into the run's; with ``sent``, the number of messages it
@@ -308,11 +324,18 @@ class Loop:
     # -- phase: ending (the on_final hook may ask for another turn) ------------------------
 
     async def finish(self, pending: Pending) -> None:
+        """The final answer is the ending, unless ``on_final`` asks for another turn. The signal
+        and ``timeout_s`` interrupt the hook (``calls.until_aborted``): the run ends ``abort`` or
+        ``timeout``, never ``final``; the answer stays in the conversation, which is whole."""
         assert pending.final is not None
+        hooks = self.agent.hooks
         try:
-            more = await self.agent.hooks.final(pending.final)
+            more = None if hooks.on_final is None else await until_aborted(hooks.final(pending.final), self.signal)
         except HookFailed as e:
             self.stop = End("error", str(e))
+            return
+        except StepInterrupted:
+            self.stop = self.halted(" during the on_final hook")
             return
         self.state.pending = None
         if more is None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from types import SimpleNamespace
 from typing import Any, Awaitable, Callable
 
-from ._js import call_js, call_js_now, from_js, js_abort_signal, js_callable
+from ._js import call_js, from_js, js_abort_signal, js_callable
 from .agent import Agent
 from .agent_state import models_from_field_maps
 from .channels import Message
@@ -145,8 +145,8 @@ def _js_policy(policy: Any) -> Any:
     if not callable(policy):
         raise AerixError("options", "toolPolicy must be {withoutInvoker} or a function (agent, tool, invoker) => boolean")
 
-    def js_policy(agent: str, tool_name: str, invoker: Invoker | None) -> bool:
-        return call_js_now(policy, agent, tool_name, None if invoker is None else invoker.to_dict()) is True
+    async def js_policy(agent: str, tool_name: str, invoker: Invoker | None) -> Any:
+        return await call_js(policy, agent, tool_name, None if invoker is None else invoker.to_dict())  # a Promise is awaited
 
     return js_policy
 

@@ -259,7 +259,7 @@ def _check_effect(name: Any, effect: Any, effect_key: Any, already_applied: Any)
 
 
 def _check_name(name: Any) -> str:
-    if not isinstance(name, str) or not NAME.match(name):
+    if not isinstance(name, str) or not NAME.fullmatch(name):
         raise AerixError("options", f"tool name {name!r} must match {NAME.pattern}")
     return name
 

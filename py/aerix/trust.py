@@ -12,15 +12,20 @@ segment and a lone ``*`` matches everything::
 invoker holding ``tool:<agent name>:<tool name>``; a refused call's result is
 ``refused: permission tool:assistant:save_note``, and the tool is left out of the turn schema
 of that invoker's runs (the system message is not changed, so the conversation stays
-byte-stable).
+byte-stable). A policy of your own is a function ``(agent name, tool name, invoker) -> bool``,
+sync or async; only ``True`` allows (``"deny"``, ``1`` or ``None`` refuse), and a policy that
+raises refuses the call with ``refused: policy error: <the error>`` (and leaves the tool out of
+the turn schema). The run's signal and ``Limits.timeout_s`` interrupt an async policy that
+hangs, as they do a hook or a trust flag (``calls.py``).
 
 **Taint.** ``tool(..., trust={"taint": True})`` marks a tool whose results come from outside
 (a web page, an e-mail, a file): its result taints the conversation before the model sees it.
 ``trust={"guard_when_tainted": True}`` marks an outbound tool (send, post, pay, delete): while
 the conversation is tainted it needs a person's approval (``Agent(on_tainted="approve")``, the
 default) or is refused (``"deny"``). Each flag is a bool or a function ``(input, ctx) -> bool``,
-sync or async. Taint is a tripwire for prompt injection, not a sandbox: it cannot tell what the
-model does with untrusted text, only stop the guarded tools from running unseen.
+sync or async (interrupted like a policy). Taint is a tripwire for prompt injection, not a
+sandbox: it cannot tell what the model does with untrusted text, only stop the guarded tools
+from running unseen.
 """
 
 from __future__ import annotations
@@ -28,7 +33,7 @@ from __future__ import annotations
 import inspect
 import re
 from dataclasses import dataclass
-from typing import Any, Callable, Literal
+from typing import Any, Awaitable, Callable, Literal
 
 from .errors import AerixError, describe
 
@@ -38,8 +43,9 @@ _SEGMENT = r"(?:\*|[A-Za-z0-9_.\-]+)"
 _PERMISSION = re.compile(rf"^{_SEGMENT}(?::{_SEGMENT})*$")
 _NAME = re.compile(r"^[A-Za-z0-9_.\-]+(?::[A-Za-z0-9_.\-]+)*$")
 
-ToolPolicy = Callable[[str, str, "Invoker | None"], bool]
-"""``(agent name, tool name, invoker or None) -> whether the tool may run``."""
+ToolPolicy = Callable[[str, str, "Invoker | None"], "bool | Awaitable[bool]"]
+"""``(agent name, tool name, invoker or None) -> whether the tool may run`` (only ``True``
+allows), sync or async."""
 
 TrustFlag = Any
 """A trust flag: ``True``/``False``, or a function ``(input, ctx) -> bool``, sync or async."""
@@ -84,11 +90,12 @@ class Invoker:
         unknown = sorted(set(value) - {"id", "kind", "name", "permissions"})
         if unknown:
             raise AerixError("options", f"unknown invoker field(s) {unknown}; known: id, kind, name, permissions")
-        return cls(value.get("id"), value.get("kind", "user"), value.get("name"), tuple(value.get("permissions") or ()))  # type: ignore[arg-type]
+        permissions = value.get("permissions")  # checked as given: a string is refused, not split into characters
+        return cls(value.get("id"), value.get("kind", "user"), value.get("name"), () if permissions is None else permissions)  # type: ignore[arg-type]
 
 
 def _check_permission(permission: Any) -> None:
-    if not isinstance(permission, str) or not _PERMISSION.match(permission):
+    if not isinstance(permission, str) or not _PERMISSION.fullmatch(permission):
         raise AerixError(
             "options", f"permission {permission!r} is malformed: ':'-separated segments of letters, digits, '_', '.', '-', or '*'"
         )
@@ -96,7 +103,7 @@ def _check_permission(permission: Any) -> None:
 
 def has_permission(permissions: Any, wanted: str) -> bool:
     """Whether any of ``permissions`` grants ``wanted`` (a concrete ``a:b:c`` name)."""
-    if not isinstance(wanted, str) or not _NAME.match(wanted):
+    if not isinstance(wanted, str) or not _NAME.fullmatch(wanted):
         raise AerixError("options", f"permission name {wanted!r} is malformed: ':'-separated segments, no '*'")
     parts = wanted.split(":")
     for granted in permissions:
@@ -121,6 +128,18 @@ def require_tool_permission(*, without_invoker: Literal["allow", "deny"] = "deny
         return has_permission(invoker.permissions, f"tool:{agent}:{tool}")
 
     return policy
+
+
+async def policy_refusal(policy: ToolPolicy, agent: str, tool: str, invoker: Invoker | None) -> str | None:
+    """Ask ``policy`` whether ``tool`` may run: ``None`` when it answers ``True`` (awaited if it
+    is async), the call's refused result otherwise (``refused: policy error: ...`` when it raised)."""
+    try:
+        value: Any = policy(agent, tool, invoker)
+        if inspect.isawaitable(value):
+            value = await value
+    except Exception as e:
+        return f"refused: policy error: {describe(e)}"
+    return None if value is True else f"refused: permission tool:{agent}:{tool}"
 
 
 def check_trust(tool_name: str, trust: Any) -> dict[str, TrustFlag]:

@@ -10,6 +10,7 @@ a few cases of each area in ``make test``. The areas, one module each:
     model    model_output.py     whole runs on a scripted model that writes anything
     engine   engine_protocol.py  a custom model that breaks the model protocol
     tools    tool_faults.py      tools and hooks that fail; effects whose bookkeeping fails
+    hooks    hung_callbacks.py   hooks, trust flags and tool policies that hang, raise, answer junk
     store    store_faults.py     a store that fails, loses writes, corrupts records; then recovers
     sse      sse_bodies.py       OpenAIModel over a MockTransport answering any bytes
 

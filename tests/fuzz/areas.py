@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 from typing import Callable
 
-from . import engine_protocol, model_output, sse_bodies, store_faults, tool_faults
+from . import engine_protocol, hung_callbacks, model_output, sse_bodies, store_faults, tool_faults
 from .harness import Case
 
 __all__ = ["AREAS"]
@@ -14,6 +14,7 @@ AREAS: dict[str, Callable[[random.Random], Case]] = {
     "model": model_output.draw,
     "engine": engine_protocol.draw,
     "tools": tool_faults.draw,
+    "hooks": hung_callbacks.draw,
     "store": store_faults.draw,
     "sse": sse_bodies.draw,
 }

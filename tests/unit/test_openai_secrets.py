@@ -10,11 +10,13 @@ from urllib.parse import quote
 
 import pytest
 from helpers import collect, final
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from aerix import AerixError, Agent, OpenAIModel
 from aerix.engines.openai import Backoff, ChatClient, ContentDelta, MockTransport, Response, ToolCallDelta, replay
 from aerix.engines.openai.backoff import retry_after_s
-from aerix.engines.openai.redact import Secrets
+from aerix.engines.openai.redact import SecretForms, Secrets, TextRedactor
 from aerix.stores import MemoryStore
 
 KEY = "sk-SECRET-0123456789"
@@ -246,3 +248,18 @@ async def test_a_client_told_retry_after_in_odd_digits_backs_off_as_usual(value)
         assert [e.type for e in events] == ["delta", "done"] and len(waits) == 1 and 0 <= waits[0] <= 0.5
     else:  # too long to wait: the server's error, saying why
         assert [e.type for e in events] == ["error"] and "longer than max_backoff_s" in events[0].message and waits == []
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.one_of(st.text(alphabet="sk-SECRET0123456789 \\u%2dD", max_size=12),
+                          st.sampled_from([KEY, KEY[:7], KEY[:12], quote(KEY, safe=""), KEY.replace("-", "\\u002D"), KEY.replace("-", "%2d")])),
+                max_size=6).map("".join),
+       st.lists(st.integers(0, 120), max_size=6))
+def test_text_in_pieces_is_redacted_as_the_whole_text_would_be(text, cuts):
+    """However the text is cut into chunks, what comes out is what redacting it whole gives (its end
+    taken as a cut): nothing lost, nothing held for good, no key let through."""
+    forms = SecretForms([KEY])
+    redactor = TextRedactor(forms)
+    bounds = [0, *sorted(c for c in cuts if c <= len(text)), len(text)]
+    out = "".join(redactor.feed(text[a:b]) for a, b in zip(bounds, bounds[1:])) + redactor.close()
+    assert out == forms.cut(forms.sub(text))

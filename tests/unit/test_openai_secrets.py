@@ -99,6 +99,16 @@ def test_redacting_a_text_cut_short_blanks_an_unfinished_secret_at_its_end():
     assert secrets.redact(f"said {KEY[:9]}") == f"said {KEY[:9]}"  # not cut: it is not the key
 
 
+def test_shortening_a_huge_text_looks_only_at_what_it_can_show():
+    secrets = Secrets(KEY, URL)
+    looked: list[int] = []
+    sub = secrets._all.sub
+    secrets._all.sub = lambda text: (looked.append(len(text)), sub(text))[1]
+    assert secrets.shorten("x" * 190 + KEY + "y" * (16 << 20), 200) == "x" * 190 + "[redacted]"
+    assert secrets.shorten("x" * 195 + KEY + "y" * 10, 200) == "x" * 195 + "[reda"
+    assert looked and max(looked) <= 200 + 6 * len(KEY)  # not the 16 MiB
+
+
 # -- 11. every form the client sends is redacted; a base_url's userinfo is refused ---------
 
 

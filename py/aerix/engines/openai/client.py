@@ -238,7 +238,7 @@ async def _read(response: Response, signal: Any, secrets: Secrets) -> AsyncGener
         body = body or b""
         if len(body) >= _ERROR_BODY_LIMIT:  # cut at the limit: maybe inside a key the server echoed
             body = secrets.redact(body.decode("utf-8", "replace"), cut=True).encode("utf-8")
-        yield http_error(response.status, response.reason, response.content_type, body, secrets.redact)
+        yield http_error(response.status, response.reason, response.content_type, body, secrets.shorten)
         return
 
     if "html" in response.content_type:  # a web page (a proxy's, a wrong path): no retry will help
@@ -247,7 +247,7 @@ async def _read(response: Response, signal: Any, secrets: Secrets) -> AsyncGener
             "is base_url the API root, /v1 included?", code=response.status)
         return
 
-    stream = StreamState(secrets.redact)
+    stream = StreamState(secrets.shorten)
     if "json" in response.content_type:  # a server that answered without streaming
         try:
             aborted, body = await _unless_aborted(response.aread(1 << 26), signal)

@@ -17,8 +17,8 @@ The rules, each with a test in ``tests/unit/test_openai_hardening.py`` or ``test
   ``\\"``, ``\\u00XX`` for any of its characters, either case) and percent-encoded (``%XX``, either
   case), each character in any of these forms.
 - Every error the client yields is passed through :meth:`Secrets.error`, and every text the
-  client cuts to a length is redacted *before* the cut, so no cut leaves a secret's first
-  characters behind: the key, the values of credential headers (``Authorization``, ``api-key``,
+  client cuts to a length is redacted *before* the cut (:meth:`Secrets.shorten`), so no cut
+  leaves a secret's first characters behind: the key, the values of credential headers (``Authorization``, ``api-key``,
   ``Cookie``, ...; the token after a scheme, a Basic token's ``user:password`` and password) and
   the URL's fragment are replaced wherever they appear, at any length (a network library
   quoting the request, a server echoing the key); query values and a bare userinfo name are
@@ -153,6 +153,7 @@ class SecretForms:
         for secret in ordered:
             chars = [_char_forms(ch) for ch in secret]
             self._each.append((secret, chars, frozenset(f[0] for f in chars[0]), sum(len(f[0]) for f in chars)))
+        self.longest = max((longest for _, _, _, longest in self._each), default=0)  # the longest written form
         alternatives = ("".join(f"(?:{'|'.join(map(re.escape, forms))})" for forms in chars) for _, chars, _, _ in self._each)
         self._pattern = re.compile("|".join(alternatives)) if ordered else None
 
@@ -252,6 +253,12 @@ class Secrets:
         unfinished secret at its end is redacted too."""
         text = self._all.sub(text)
         return self._all.cut(text) if cut else text
+
+    def shorten(self, text: str, length: int) -> str:
+        """``text`` redacted, then cut to ``length`` characters, so that no secret's beginning is left
+        at the cut. Only what can be shown is looked at: a 16 MiB frame costs what its start costs."""
+        window = text[: length + self._all.longest]
+        return self.redact(window, cut=len(window) < len(text))[:length]
 
     def redact_value(self, value: Any) -> Any:
         """Strings inside dicts and lists redacted (a problem document), the rest as it is."""

@@ -34,9 +34,9 @@ The rules, each with a test in ``tests/unit/test_client.py``:
   an exception. ``message`` is for people (an error that says nothing is "no details");
   ``code`` is the HTTP status (or the provider's error code); an RFC 9457 problem document
   (``application/problem+json``) rides along as ``problem``.
-- What a server sent is quoted in a message cut to a length (200 or 500 characters); the text
-  is passed through ``redact`` (the client's secrets, ``aerix.engines.openai.redact``) *before*
-  the cut, so a cut never leaves the first characters of a key behind.
+- What a server sent is quoted in a message cut to a length (200 or 500 characters) by
+  ``shorten`` (the client's ``Secrets.shorten``), which redacts the secrets *before* it cuts, so
+  a cut never leaves the first characters of a key behind.
 """
 
 from __future__ import annotations
@@ -66,11 +66,11 @@ EVENT_TYPES = (DELTA, TOOL_CALL_START, TOOL_CALL_DELTA, TOOL_CALL_END, LOGPROBS,
 StopReason = Literal["stop", "length", "tool_calls", "cancelled", "closed"]
 STOP_REASONS: tuple[str, ...] = ("stop", "length", "tool_calls", "cancelled", "closed")
 _FINISHING = frozenset({"stop", "length", "tool_calls"})  # other finish reasons are ignored
-Redact = Callable[[str], str]
+Shorten = Callable[[str, int], str]  # (text, length) -> the text as it may be shown, at most length characters
 
 
-def _as_is(text: str) -> str:
-    return text
+def _first(text: str, length: int) -> str:
+    return text[:length]
 
 
 class _StreamEventBase:
@@ -169,8 +169,8 @@ def collect_tool_calls(events: Sequence[StreamEvent]) -> list[dict[str, str]]:
 class StreamState:
     """The state of one stream: open tool calls by index, the finish reason, the last usage."""
 
-    def __init__(self, redact: Redact = _as_is) -> None:
-        self.redact = redact  # applied to what the server sent before an error quotes it, cut
+    def __init__(self, shorten: Shorten = _first) -> None:
+        self.shorten = shorten  # how an error quotes what the server sent: redacted, then cut
         self.calls: dict[int, str] = {}  # provider index -> our call id, in the order they began
         self.started = 0
         self.finish: str | None = None
@@ -182,7 +182,7 @@ class StreamState:
         if data == "[DONE]":
             return self.end(None)
         if frame.event == "error":
-            return self.fail(_error_from(_json_or_text(data, self.redact), self.redact))
+            return self.fail(_error_from(_json_or_text(data, self.shorten), self.shorten))
         if not data:
             return []  # an empty keep-alive frame
         try:
@@ -190,11 +190,11 @@ class StreamState:
                 raise ValueError("nested too deep")
             chunk = json.loads(data)
         except ValueError:
-            return self.fail(StreamError(f"the server sent a frame that is not JSON: {_cut(data, 200, self.redact)!r}"))
+            return self.fail(StreamError(f"the server sent a frame that is not JSON: {self.shorten(data, 200)!r}"))
         if not isinstance(chunk, dict):
-            return self.fail(StreamError(f"the server sent a frame that is not a JSON object: {_cut(data, 200, self.redact)!r}"))
+            return self.fail(StreamError(f"the server sent a frame that is not a JSON object: {self.shorten(data, 200)!r}"))
         if chunk.get("error"):
-            return self.fail(_error_from(chunk, self.redact))
+            return self.fail(_error_from(chunk, self.shorten))
         return self.chunk(chunk)
 
     def chunk(self, chunk: dict[str, Any]) -> list[StreamEvent]:
@@ -215,10 +215,10 @@ class StreamState:
     def _choice(self, choice: dict[str, Any]) -> list[StreamEvent]:
         delta = choice.get("delta") or choice.get("message") or {}
         if not isinstance(delta, dict):  # a server off the protocol: said in an error, never raised
-            return self.fail(StreamError(f"the server sent a delta that is not a JSON object: {_short(delta, self.redact)}"))
+            return self.fail(StreamError(f"the server sent a delta that is not a JSON object: {_short(delta, self.shorten)}"))
         tool_calls = delta.get("tool_calls") or []
         if not isinstance(tool_calls, list):
-            return self.fail(StreamError(f"the server sent tool_calls that are not a JSON list: {_short(tool_calls, self.redact)}"))
+            return self.fail(StreamError(f"the server sent tool_calls that are not a JSON list: {_short(tool_calls, self.shorten)}"))
         events: list[StreamEvent] = []
         content = delta.get("content")
         if isinstance(content, str) and content:
@@ -238,11 +238,11 @@ class StreamState:
 
     def whole(self, body: bytes) -> list[StreamEvent]:
         """A non-streamed answer (``application/json``), told as the same events."""
-        parsed = _json_or_text(body.decode("utf-8", "replace"), self.redact)
+        parsed = _json_or_text(body.decode("utf-8", "replace"), self.shorten)
         if not isinstance(parsed, dict):
-            return self.fail(StreamError(f"the server answered with JSON that is not an object: {_cut(str(parsed), 200, self.redact)!r}"))
+            return self.fail(StreamError(f"the server answered with JSON that is not an object: {self.shorten(str(parsed), 200)!r}"))
         if parsed.get("error"):
-            return self.fail(_error_from(parsed, self.redact))
+            return self.fail(_error_from(parsed, self.shorten))
         return self.chunk(parsed) + ([] if self.ended else self.end(None))
 
     def end(self, reason: str | None) -> list[StreamEvent]:
@@ -290,25 +290,25 @@ class StreamState:
 # -- errors --------------------------------------------------------------------------------
 
 
-def http_error(status: int, reason: str, content_type: str, body: bytes, redact: Redact = _as_is) -> StreamError:
+def http_error(status: int, reason: str, content_type: str, body: bytes, shorten: Shorten = _first) -> StreamError:
     """The ``error`` for a non-2xx answer: its status, and the words or problem document of its
-    body, ``redact``-ed before they are cut."""
+    body, cut by ``shorten``."""
     text = body.decode("utf-8", "replace").strip()
-    parsed = _json_or_text(text, redact)
+    parsed = _json_or_text(text, shorten)
     problem = None
     if content_type == "application/problem+json" and isinstance(parsed, dict):
         problem = parsed
         detail = _problem_text(parsed)
     elif isinstance(parsed, dict):
-        detail = _error_from(parsed, redact).message if parsed.get("error") else str(parsed.get("detail") or parsed.get("message") or text)
+        detail = _error_from(parsed, shorten).message if parsed.get("error") else str(parsed.get("detail") or parsed.get("message") or text)
     else:
         detail = text
-    head = f"the server answered {status} {redact(reason)}".rstrip()
-    detail = " ".join(redact(detail).split())[:500]
+    head = f"the server answered {status} {reason}".rstrip()
+    detail = shorten(" ".join(detail.split()), 500)
     return StreamError(f"{head}: {detail}" if detail else head, code=status, problem=problem)
 
 
-def _error_from(parsed: Any, redact: Redact = _as_is) -> StreamError:
+def _error_from(parsed: Any, shorten: Shorten = _first) -> StreamError:
     """An error frame or body: ``{"error": {"message", "code"|"type"}}``, ``{"error": "text"}``,
     a problem document, an error object itself (``{"message", "type"}``, as an ``event: error``
     frame may carry), or plain text. Nothing said is "no details", never "None"."""
@@ -321,7 +321,7 @@ def _error_from(parsed: Any, redact: Redact = _as_is) -> StreamError:
         code = error.get("code") if error.get("code") is not None else error.get("type")
     else:
         message = "" if error is None else error
-    text = " ".join(redact(str(message)).split())[:500] or "no details"
+    text = shorten(" ".join(str(message).split()), 500) or "no details"
     return StreamError(f"the server reported an error: {text}", code=code if isinstance(code, (int, str)) else None)
 
 
@@ -343,18 +343,13 @@ def _first_choice(choices: Any) -> dict[str, Any] | None:
     return None
 
 
-def _cut(text: str, length: int, redact: Redact) -> str:
-    """``text`` redacted, then cut: a secret across the cut is gone whole, never half shown."""
-    return redact(text)[:length]
+def _short(value: Any, shorten: Shorten) -> str:
+    return shorten(json.dumps(value, ensure_ascii=False), 200)
 
 
-def _short(value: Any, redact: Redact) -> str:
-    return _cut(json.dumps(value, ensure_ascii=False), 200, redact)
-
-
-def _json_or_text(text: str, redact: Redact = _as_is) -> Any:
+def _json_or_text(text: str, shorten: Shorten = _first) -> Any:
     if nests_too_deep(text):
-        return _cut(text, 200, redact)
+        return shorten(text, 200)
     try:
         return json.loads(text)
     except ValueError:

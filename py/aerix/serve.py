@@ -191,6 +191,7 @@ class SiteHandler(SimpleHTTPRequestHandler):
 
     def setup(self) -> None:
         super().setup()
+        self.rfile.close()  # the base class' reader: ours reads the same socket, by a deadline
         self._deadline = _Deadline(self.connection, self.request_timeout_s)
         self.rfile = io.BufferedReader(self._deadline)
 

@@ -12,16 +12,28 @@ The rules, each with a test in ``tests/unit/test_proxy.py``:
   another method a 405.
 - Upstream goes the body, its ``Content-Type`` and ``Accept``, and ``Authorization: Bearer <key>``;
   every other header of the page (its own ``Authorization``, ``Cookie``, ...) is dropped.
-- Refused with a 403: a request whose ``Origin`` is not the site's own (another web page spending
-  the key) and, when it came in on a loopback address, one whose ``Host`` is not a loopback name
-  (another web page that made its own name point at 127.0.0.1: DNS rebinding).
-- A body over ``max_body`` bytes is a 413 (not read), a POST without ``Content-Length`` a 411.
-- Back to the page go the upstream's status, ``Content-Type`` and ``Retry-After``, and its body
-  chunk by chunk as it arrives, never buffered (``Connection: close`` ends it).
-- The key never reaches the page: wherever it (or its JSON-escaped form) appears in the body or a
-  header, as an upstream that echoes it in a 401 does, it becomes ``[redacted]``, even split across
-  chunks. Bytes that could begin the key wait for the next chunk; an event stream's chunks end in a
-  blank line, which no key begins, so nothing waits there.
+- Refused with a 403, so that the key is never attached to a request another web page could
+  cause: one whose ``Origin`` is not the site's own; one whose ``Sec-Fetch-Site`` is anything but
+  ``same-origin`` or ``none`` (typed in the address bar); one without either whose ``Referer`` is
+  another site's; a ``GET`` with none of the three (a browser on a plain-http address sends no
+  ``Sec-Fetch-Site``, and an ``<img>`` can drop its ``Referer``; every browser sends ``Origin``
+  with a POST, so a POST without one is no web page's); and, when it came in on a loopback
+  address, one whose ``Host`` is not a loopback name (another web page that made its own name
+  point at 127.0.0.1: DNS rebinding).
+- A header folded onto a second line (obs-fold, a line that starts with a space or tab), or any
+  header line that is not ``Name: value``, is a 400, never forwarded. ``Content-Length`` must be ASCII digits, given once (``"²"``, ``"+5"``,
+  ``"5_0"``, ``"5 "``: 400); a body over ``max_body`` bytes is a 413 (not read), a POST without
+  ``Content-Length`` a 411, a body that ends short of it a 400, and one that has not all come
+  ``request_timeout_s`` after the connection opened (``aerix.serve``) a 408.
+- Back to the page go the upstream's status, ``Content-Type`` and ``Retry-After`` (a folded one
+  unfolded), and its body chunk by chunk as it arrives, never buffered (``Connection: close``
+  ends it).
+- The key never reaches the page: wherever it appears in the body or a header, as an upstream
+  that echoes it in a 401 does, in any form (as it is, JSON-escaped with ``\\uXXXX`` or ``\\/``
+  for any of its characters, percent-encoded), it becomes ``[redacted]``, even split across
+  chunks. Bytes that could begin the key wait for the next chunk; an event stream's chunks end in
+  a blank line, which no key begins, so nothing waits there; where the body ends inside what
+  could be the key, 4 bytes or more of it are ``[redacted]``.
 - An upstream that cannot be reached is a 502, one that does not answer in ``timeout_s`` a 504.
 - A page that leaves mid-stream closes the upstream connection, so the server stops generating.
 
@@ -33,16 +45,17 @@ from __future__ import annotations
 
 import http.client
 import json
+import re
 from dataclasses import KW_ONLY, dataclass, field
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler
 from ipaddress import ip_address
 from urllib.parse import urlsplit
 
-from .engines.openai.redact import REDACTED, clean_api_key, shown_url
+from .engines.openai.redact import REDACTED, SecretForms, TextRedactor, clean_api_key, shown_url
 from .errors import AerixError, message_of
 
-__all__ = ["MAX_BODY", "PREFIX", "ROUTES", "Upstream", "forward"]
+__all__ = ["MAX_BODY", "PREFIX", "ROUTES", "Upstream", "forward", "problem"]
 
 PREFIX = "/v1"
 ROUTES = {"/v1/models": "GET", "/v1/chat/completions": "POST"}
@@ -50,6 +63,8 @@ MAX_BODY = 8 << 20  # 8 MiB: a long conversation, with room to spare
 _REQUEST_HEADERS = ("Content-Type", "Accept")
 _RESPONSE_HEADERS = ("Content-Type", "Retry-After")  # Retry-After: the client's backoff reads it
 _LOOPBACK_NAMES = ("localhost",)
+_OWN_SITE = ("same-origin", "none")  # Sec-Fetch-Site: this site's page, or the user's own address bar
+_FOLD = re.compile(r"\r?\n[ \t]*")
 
 
 @dataclass(frozen=True)
@@ -88,9 +103,19 @@ def forward(page: BaseHTTPRequestHandler, upstream: Upstream) -> None:
     path = urlsplit(page.path).path
     refusal = _refusal(page, path, upstream)
     if refusal is not None:
-        _problem(page, *refusal)
+        problem(page, *refusal)
         return
-    body = page.rfile.read(int(page.headers["Content-Length"])) if page.command == "POST" else None
+    body = None
+    if page.command == "POST":
+        length = int(page.headers["Content-Length"])
+        try:
+            body = page.rfile.read(length)
+        except TimeoutError:  # aerix.serve reads a request by a deadline
+            problem(page, HTTPStatus.REQUEST_TIMEOUT, "the request's body did not arrive in time")
+            return
+        if len(body) < length:
+            problem(page, HTTPStatus.BAD_REQUEST, f"the request's body ended after {len(body)} of its {length} bytes")
+            return
     headers = {name: value for name in _REQUEST_HEADERS if (value := page.headers.get(name)) is not None}
     if upstream.key:
         headers["Authorization"] = f"Bearer {upstream.key}"
@@ -100,10 +125,10 @@ def forward(page: BaseHTTPRequestHandler, upstream: Upstream) -> None:
             connection.request(page.command, urlsplit(upstream.url).path + path.removeprefix(PREFIX), body=body, headers=headers)
             answer = connection.getresponse()
         except TimeoutError:
-            _problem(page, HTTPStatus.GATEWAY_TIMEOUT, f"the server at {upstream.url} did not answer in {upstream.timeout_s:g} s")
+            problem(page, HTTPStatus.GATEWAY_TIMEOUT, f"the server at {upstream.url} did not answer in {upstream.timeout_s:g} s")
             return
         except (OSError, http.client.HTTPException) as e:
-            _problem(page, HTTPStatus.BAD_GATEWAY, redact.text(f"could not reach the server at {upstream.url}: {message_of(e) or type(e).__name__}"))
+            problem(page, HTTPStatus.BAD_GATEWAY, redact.text(f"could not reach the server at {upstream.url}: {message_of(e) or type(e).__name__}"))
             return
         try:
             _relay(page, answer, redact)
@@ -119,23 +144,45 @@ def _refusal(page: BaseHTTPRequestHandler, path: str, upstream: Upstream) -> tup
         return HTTPStatus.NOT_FOUND, f"{path} is not forwarded: this proxy forwards only " + " and ".join(f"{m} {p}" for p, m in ROUTES.items())
     if page.command != ROUTES[path]:
         return HTTPStatus.METHOD_NOT_ALLOWED, f"{path} takes {ROUTES[path]} only"
+    folded = sorted({name for name, value in page.headers.items() if "\n" in value or "\r" in value})
+    if folded or page.headers.defects:  # obs-fold: another server may read a folded line as a header of its own
+        what = f"{', '.join(folded)} header goes on" if folded else "headers go on"
+        return HTTPStatus.BAD_REQUEST, f"the request's {what} over a line that is not 'Name: value' (obs-fold): send each header on one line"
     host = page.headers.get("Host", "")
-    origin = page.headers.get("Origin")
-    if origin is not None and urlsplit(origin).netloc.lower() != host.lower():
-        return HTTPStatus.FORBIDDEN, "the request comes from another origin: only this site's pages may use the proxy"
+    foreign = _foreign(page, host)
+    if foreign is not None:
+        return HTTPStatus.FORBIDDEN, foreign
     # the address the request came in on: a page that reached this machine's loopback by a name
     # of its own (DNS rebinding) names a host that is not this machine's
     if _is_loopback(page.connection.getsockname()[0]) and not _is_loopback(urlsplit(f"//{host}").hostname or ""):
         return HTTPStatus.FORBIDDEN, "the request names a host that is not this machine: use http://127.0.0.1 or http://localhost"
     if page.command != "POST":
         return None
-    if "Transfer-Encoding" in page.headers or "Content-Length" not in page.headers:
+    lengths = page.headers.get_all("Content-Length") or []
+    if "Transfer-Encoding" in page.headers or not lengths:
         return HTTPStatus.LENGTH_REQUIRED, "the request needs a Content-Length"
-    length = page.headers["Content-Length"]
-    if not length.isdigit():
-        return HTTPStatus.BAD_REQUEST, "the request's Content-Length is not a number"
-    if int(length) > upstream.max_body:
-        return HTTPStatus.REQUEST_ENTITY_TOO_LARGE, f"the request has {int(length)} bytes; the proxy takes at most {upstream.max_body}"
+    if len(lengths) > 1 or not re.fullmatch(r"[0-9]+", lengths[0]):  # not str.isdigit(): it takes "²"
+        return HTTPStatus.BAD_REQUEST, "the request's Content-Length is not one number in ASCII digits"
+    size = lengths[0].lstrip("0") or "0"
+    if len(size) > 18 or int(size) > upstream.max_body:  # 18 digits: int() takes no more than 4300
+        return HTTPStatus.REQUEST_ENTITY_TOO_LARGE, f"the request has {size if len(size) <= 18 else 'more than 10**18'} bytes; the proxy takes at most {upstream.max_body}"
+    return None
+
+
+def _foreign(page: BaseHTTPRequestHandler, host: str) -> str | None:
+    """Why the request may come from another site's page (the problem's detail), or ``None``."""
+    origin = page.headers.get("Origin")
+    if origin is not None and urlsplit(origin).netloc.lower() != host.lower():
+        return "the request comes from another origin: only this site's pages may use the proxy"
+    site = page.headers.get("Sec-Fetch-Site")
+    if site is not None and site.strip().lower() not in _OWN_SITE:
+        return f"the request comes from another site's page (Sec-Fetch-Site: {site}): only this site's pages may use the proxy"
+    referer = page.headers.get("Referer")
+    if site is None and referer is not None and urlsplit(referer).netloc.lower() != host.lower():
+        return "the request comes from another site's page (its Referer): only this site's pages may use the proxy"
+    if origin is None and site is None and referer is None and page.command != "POST":
+        return ("a GET with no Origin, Sec-Fetch-Site or Referer may come from another site's page (an <img>): "
+                "this site's pages send them; a script may send Sec-Fetch-Site: same-origin")
     return None
 
 
@@ -152,10 +199,10 @@ def _is_loopback(host: object) -> bool:
 
 def _relay(page: BaseHTTPRequestHandler, answer: http.client.HTTPResponse, redact: _Redactor) -> None:
     """The upstream's answer to the page as it comes: status, two headers, the body chunk by chunk."""
-    page.send_response(answer.status, redact.text(answer.reason or ""))
+    page.send_response(answer.status, redact.text(_FOLD.sub(" ", answer.reason or "")))
     for name in _RESPONSE_HEADERS:
         if (value := answer.getheader(name)) is not None:
-            page.send_header(name, redact.text(value))
+            page.send_header(name, redact.text(_FOLD.sub(" ", value)))  # obs-fold unfolded, as RFC 9112 asks
     page.send_header("Connection", "close")
     page.close_connection = True
     page.end_headers()
@@ -174,7 +221,7 @@ def _relay(page: BaseHTTPRequestHandler, answer: http.client.HTTPResponse, redac
             return
 
 
-def _problem(page: BaseHTTPRequestHandler, status: HTTPStatus, detail: str) -> None:
+def problem(page: BaseHTTPRequestHandler, status: HTTPStatus, detail: str) -> None:
     """An RFC 9457 problem document, and the connection closed (an unread body is not read)."""
     body = json.dumps({"type": "about:blank", "title": status.phrase, "status": int(status), "detail": detail}).encode()
     page.send_response(status)
@@ -192,26 +239,23 @@ def _problem(page: BaseHTTPRequestHandler, status: HTTPStatus, detail: str) -> N
 
 
 class _Redactor:
-    """The key blanked out of a stream of bytes, even where a chunk ends inside it."""
+    """The key blanked out of a stream of bytes in any of its forms, even where a chunk ends inside it.
+    The key is ASCII, so bytes are read as Latin-1, one character each, and written back the same."""
 
     def __init__(self, key: str | None) -> None:
-        forms = {key, json.dumps(key)[1:-1], json.dumps(key)[1:-1].replace("/", "\\/")} if key else set()
-        self.secrets = sorted((f.encode() for f in forms if f), key=len, reverse=True)
-        self.held = b""  # the end of the last chunk, which may begin a secret
+        self._forms = SecretForms([key] if key else [])
+        self._text = TextRedactor(self._forms)
+
+    @property
+    def held(self) -> bytes:
+        """The end of the last chunk, which may begin the key."""
+        return self._text.held.encode("latin-1")
 
     def feed(self, chunk: bytes) -> bytes:
-        data = self.held + chunk
-        for secret in self.secrets:
-            data = data.replace(secret, REDACTED.encode())
-        keep = max((n for s in self.secrets for n in range(1, min(len(s), len(data) + 1)) if data.endswith(s[:n])), default=0)
-        self.held = data[len(data) - keep :]
-        return data[: len(data) - keep]
+        return self._text.feed(chunk.decode("latin-1")).encode("latin-1")
 
     def close(self) -> bytes:
-        held, self.held = self.held, b""
-        return held
+        return self._text.close().encode("latin-1")
 
     def text(self, text: str) -> str:
-        for secret in self.secrets:
-            text = text.replace(secret.decode(), REDACTED)
-        return text
+        return self._forms.sub(text)

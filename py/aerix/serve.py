@@ -7,9 +7,16 @@
 
 Cross-origin isolation (COOP same-origin + COEP require-corp) is what gives wllama
 its threads; without it llama.cpp silently runs on one. Range requests let a model
-download resume. Every response carries the Content-Security-Policy (CSP below); only
-files under the root are served (symlinks resolved), a folder only through its
-index.html, and a malformed path gets a 400, never a traceback. The site itself is not
+download resume. Every response carries the Content-Security-Policy (CSP below) and
+``X-Content-Type-Options: nosniff`` (a browser takes each file as its declared type, never
+guesses a script into it); only files under the root are served (symlinks resolved), a
+folder only through its index.html, and a malformed path gets a 400, never a traceback.
+
+A request must have come whole (its line, headers and, for the proxy, body) within
+``request_timeout_s`` (``REQUEST_TIMEOUT_S``, 30 s) of its connection opening, one request
+per connection: a client that stalls half-way (slowloris) gets a 408 problem document and the
+connection is closed, so it holds no thread for long; a connection that sends nothing is closed
+quietly (a browser's preconnect). The site itself is not
 in the package: ``make build`` writes it to build/site in the repository
 (``python -m build.serve`` serves that one).
 """
@@ -19,32 +26,37 @@ from __future__ import annotations
 import argparse
 import base64
 import hashlib
+import io
 import os
 import posixpath
 import re
+import socket
 import sys
 import threading
+import time
 from functools import partial
 from html.parser import HTMLParser
 from http import HTTPStatus
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import BinaryIO, ClassVar, Mapping
+from typing import Any, BinaryIO, ClassVar, Mapping
 from urllib.parse import unquote
 
 from .errors import AerixError
-from .proxy import PREFIX, Upstream, _is_loopback, forward
+from .proxy import PREFIX, Upstream, _is_loopback, forward, problem
 
-__all__ = ["CSP", "HEADERS", "KEY_ENV", "MIME_TYPES", "SiteHandler", "Upstream", "arguments", "command", "policy", "serve"]
+__all__ = ["CSP", "HEADERS", "KEY_ENV", "MIME_TYPES", "REQUEST_TIMEOUT_S", "SiteHandler", "Upstream", "arguments", "command", "policy", "serve"]
 
 KEY_ENV = "AERIX_PROXY_KEY"  # where `python -m aerix serve --proxy` reads the key, unless --key-env names another
 SITE = os.path.join("build", "site")  # what `make build` writes, relative to the repository
+REQUEST_TIMEOUT_S = 30.0  # a request's line, headers and body must all have come by then
 
 HEADERS = {
     "Cross-Origin-Opener-Policy": "same-origin",
     "Cross-Origin-Embedder-Policy": "require-corp",
     "Cross-Origin-Resource-Policy": "same-origin",
     "Cache-Control": "no-cache",  # revalidate: a rebuilt site must never mix with a cached one
+    "X-Content-Type-Options": "nosniff",  # the declared type only: no text file run as a script
 }
 
 MIME_TYPES = {
@@ -130,6 +142,37 @@ class _InlineScripts(HTMLParser):
             self._open = None
 
 
+class _Deadline(io.RawIOBase):
+    """A connection's bytes, read by a deadline: past it a read raises ``TimeoutError``, or is
+    the end when nothing came at all. Writes keep no timeout (a download may be read slowly)."""
+
+    def __init__(self, connection: socket.socket, seconds: float) -> None:
+        self._connection = connection
+        self._deadline = time.monotonic() + seconds
+        self._started = False
+        self.late = False  # a read raised TimeoutError
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        left = self._deadline - time.monotonic()
+        try:
+            if left <= 0:
+                raise TimeoutError("the request did not come in time")
+            self._connection.settimeout(left)
+            count = self._connection.recv_into(buffer)
+        except TimeoutError:
+            if not self._started:
+                return 0  # a connection that said nothing: closed as if it had hung up
+            self.late = True
+            raise
+        finally:
+            self._connection.settimeout(None)
+        self._started = self._started or count > 0
+        return count
+
+
 class _Refused(Exception):
     """A request path that names no file the server may send: answered with `status`, nothing more."""
 
@@ -142,8 +185,32 @@ class SiteHandler(SimpleHTTPRequestHandler):
     extensions_map = {"": "application/octet-stream", **MIME_TYPES}  # noqa: RUF012 - the base class' hook
     verbose: ClassVar[bool] = False
     upstream: ClassVar[Upstream | None] = None  # where /v1 goes (aerix.proxy); None: /v1 is a path like any other
+    request_timeout_s: ClassVar[float] = REQUEST_TIMEOUT_S
 
     _policy: str = policy()  # per request, set by send_head; this one for errors answered before it
+
+    def setup(self) -> None:
+        super().setup()
+        self.rfile.close()  # the base class' reader: ours reads the same socket, by a deadline
+        self._deadline = _Deadline(self.connection, self.request_timeout_s)
+        self.rfile = io.BufferedReader(self._deadline)
+
+    def handle_one_request(self) -> None:
+        super().handle_one_request()
+        if self._deadline.late and not hasattr(self, "request_version"):  # set as parse_request begins
+            # the request line itself did not come whole: the base class only logs that and closes
+            self.command, self.request_version, self.requestline = "", self.protocol_version, ""
+            self._late()
+
+    def parse_request(self) -> bool:
+        try:
+            return super().parse_request()
+        except TimeoutError:  # the request line came, its headers did not
+            self._late()
+            return False
+
+    def _late(self) -> None:
+        problem(self, HTTPStatus.REQUEST_TIMEOUT, f"the request did not come whole in {self.request_timeout_s:g} s")
 
     def do_GET(self) -> None:
         if not self._proxied():
@@ -282,12 +349,14 @@ def serve(
     proxy: str | Upstream | None = None,
     key: str | None = None,
     verbose: bool = False,
+    request_timeout_s: float = REQUEST_TIMEOUT_S,
 ) -> tuple[ThreadingHTTPServer, threading.Thread]:
     """Start serving `root` in a background thread; port 0 picks a free one (read `server.server_address`).
 
     `proxy`: the upstream's API root, /v1 included (`http://127.0.0.1:8080/v1`), or an `Upstream`;
     the page's `/v1/models` and `/v1/chat/completions` go there with `key` as a Bearer token
     (aerix.proxy). `host`: the address to listen on; the default is this machine only.
+    `request_timeout_s`: how long a request (line, headers, body) may take to come, from its connection opening.
     """
     if sys.platform == "emscripten":
         raise AerixError("options", "aerix serve runs on CPython: a web page cannot listen on a port")
@@ -296,8 +365,10 @@ def serve(
         raise FileNotFoundError(f"{root} is not a folder")
     if isinstance(proxy, Upstream) and key is not None:
         raise AerixError("options", "serve(proxy=Upstream(...), key=...): give the key to the Upstream")
+    if isinstance(request_timeout_s, bool) or not isinstance(request_timeout_s, (int, float)) or not 0 < request_timeout_s < float("inf"):
+        raise AerixError("options", f"request_timeout_s must be a number of seconds > 0, got {request_timeout_s!r}")
     upstream = Upstream(proxy, key=key) if isinstance(proxy, str) else proxy
-    per_server = {"verbose": verbose, "upstream": upstream}
+    per_server = {"verbose": verbose, "upstream": upstream, "request_timeout_s": float(request_timeout_s)}
     handler = partial(type("Handler", (SiteHandler,), per_server), directory=str(root))
     server = _Server((host, port), handler)
     thread = threading.Thread(target=server.serve_forever, name="aerix-site", daemon=True)

@@ -29,6 +29,7 @@ KEY = "sk-test-0123456789abcdef"
 FRAMES = [b'data: {"choices":[{"delta":{"content":"Hel"}}]}\n\n', b'data: {"choices":[{"delta":{"content":"lo"}}]}\n\n',
           b'data: {"choices":[{"delta":{},"finish_reason":"stop"}]}\n\n', b"data: [DONE]\n\n"]
 MODELS = b'{"object":"list","data":[{"id":"tiny","object":"model"}]}'
+PAGE = {"Sec-Fetch-Site": "same-origin"}  # what a browser sends with this site's page's GET (it sends no Origin)
 
 
 class FakeServer:
@@ -60,6 +61,9 @@ class FakeServer:
                     text = json.dumps({"error": {"message": f"Incorrect API key provided: {KEY}"}}).encode()
                     cut = text.index(KEY.encode()) + 7
                     self.answer(401, "application/json", [text[:cut], text[cut:]], extra={"Retry-After": KEY, "X-Echo": KEY})
+                elif scenario == "say":  # what the test wrote in the body: status, headers, chunks
+                    asked = json.loads(body)
+                    self.answer(asked["status"], "application/json", [c.encode("latin-1") for c in asked["chunks"]], extra=asked.get("headers"))
                 elif scenario == "silent":
                     time.sleep(1)
                 elif scenario == "endless":
@@ -186,7 +190,7 @@ def test_upstream_gets_the_key_and_none_of_the_pages_credentials(port, upstream)
 
 
 def test_models_is_forwarded(port, upstream):
-    status, headers, body, _ = ask(port, "GET", "/v1/models")
+    status, headers, body, _ = ask(port, "GET", "/v1/models", headers=PAGE)
     assert (status, headers["content-type"], body) == (200, "application/json", MODELS)
     assert upstream.requests[-1][:2] == ("GET", "/v1/models")
 
@@ -212,7 +216,7 @@ def test_the_key_is_in_no_log_line(root, upstream, capfd):
 
 def test_proxied_answers_carry_the_sites_headers_and_static_files_are_still_served(port):
     for path in ("/v1/models", "/index.html", "/v1/nowhere"):
-        status, headers, body, _ = ask(port, "GET", path)
+        status, headers, body, _ = ask(port, "GET", path, headers=PAGE)
         assert status == (404 if path == "/v1/nowhere" else 200), path
         assert headers["content-security-policy"], path
         for name, value in HEADERS.items():
@@ -253,7 +257,7 @@ def test_another_origin_or_host_is_refused(port, upstream):
     rebound = {"Host": f"evil.example:{port}", "Origin": f"http://evil.example:{port}"}
     assert problem(ask(port, "POST", "/v1/chat/completions", chat(), rebound))["status"] == 403
     assert len(upstream.requests) == asked
-    assert ask(port, "GET", "/v1/models", headers={"Host": f"localhost:{port}"})[0] == 200
+    assert ask(port, "GET", "/v1/models", headers={"Host": f"localhost:{port}", **PAGE})[0] == 200
 
 
 def test_a_server_that_is_down_is_a_502(root):

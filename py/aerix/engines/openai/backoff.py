@@ -13,7 +13,10 @@ answer, waits, and sends the same request again. The rules, each with a test in
   ending, its message followed by ``(gave up after N retries)`` and its problem document kept.
 - The wait before a retry is the server's ``Retry-After`` when it sent one (seconds, or an HTTP
   date; a date gone by is 0), else full jitter: a uniform draw in
-  ``[0, min(max_backoff_s, backoff_s * 2**n)]`` before retry ``n + 1``, from ``rng``.
+  ``[0, min(max_backoff_s, backoff_s * 2**n)]`` before retry ``n + 1``, from ``rng``. A
+  ``Retry-After`` that is neither ASCII digits nor an ASCII date (``"²"``, ``"+5"``, ``"5_0"``,
+  ``"٣"``) is ignored as if none came, never a crash; so many digits that no integer holds them
+  are a wait too long to take.
 - No wait is longer than ``max_backoff_s`` or outlasts the run (``time_left_s``): when the next
   one would, nothing waits and the server's error ends the request at once, the message saying
   why. A ``Retry-After`` is never shortened: asking again sooner than the server said only earns
@@ -97,13 +100,15 @@ class Attempts:
 
 
 def retry_after_s(value: str | None, now: float | None = None) -> float | None:
-    """A ``Retry-After`` header in seconds from ``now`` (``time.time()``): delta-seconds, or an
-    HTTP date (a date gone by is 0). ``None`` when it is missing or unreadable."""
+    """A ``Retry-After`` header in seconds from ``now`` (``time.time()``): delta-seconds (ASCII
+    digits), or an HTTP date (a date gone by is 0). ``None`` when it is missing or unreadable."""
     if value is None:
         return None
-    text = value.strip()
+    text = value.strip(" \t")  # the header's optional whitespace
+    if not text.isascii():  # str.isdigit() and the date parser take "²" and "٣" as digits
+        return None
     if text.isdigit():
-        return float(int(text))
+        return float(text)  # not int(): 5,000 digits exceed its limit; float() says inf
     try:
         when = parsedate_to_datetime(text)
     except (TypeError, ValueError, IndexError, OverflowError):

@@ -28,7 +28,14 @@ The rules of this side, each with a test in ``tests/unit/test_client.py``:
   is a non-2xx answer, with the server's words (and its RFC 9457 ``problem`` document, if any);
   so is a 200 with an HTML page, and a line longer than the SSE cap (16 MiB, ``sse.MAX_CHARS``).
 - No secret is shown: the key is stripped (refused if a space or control character is inside),
-  and every ``error`` and repr has the key and the URL's secrets ``[redacted]`` (``redact``).
+  and every ``error`` and repr has the key and the URL's secrets ``[redacted]`` (``redact``),
+  in any form a server may echo them in, before any text is cut to a length; the model's text
+  and tool-call arguments have the key ``[redacted]`` too, even split across chunks, so a server
+  that echoes it into the content puts it in no event, conversation or record.
+- A ``base_url`` with a user name or password (``http://user:pass@host/v1``) is refused
+  (``options``): the transport would send it base64-encoded as ``Authorization: Basic``, where
+  neither a server's echo nor a reader's eye is easy to catch; the key goes as ``api_key``, or
+  in ``headers``.
 - The body is always valid UTF-8: a lone surrogate in the conversation is sent as U+FFFD.
 """
 
@@ -44,7 +51,7 @@ from ...abort import is_aborted
 from ...errors import AerixError, describe
 from ...tools import Tool
 from .backoff import PUSHBACK, Attempts, Backoff
-from .redact import Secrets, clean_api_key, shown_url
+from .redact import Secrets, ShownStream, clean_api_key, has_userinfo, shown_url
 from .sse import FrameTooLong, SSEDecoder
 from .stream import StreamDone, StreamError, StreamEvent, StreamState, http_error
 from .transports.base import Request, Response, Transport, default_transport
@@ -91,6 +98,12 @@ class ChatClient:
         if not isinstance(base_url, str) or not base_url.startswith(("http://", "https://")):
             shown = shown_url(base_url) if isinstance(base_url, str) else type(base_url).__name__
             raise AerixError("options", f"base_url must be an http(s) URL, got {shown!r}")
+        if has_userinfo(base_url):
+            raise AerixError(
+                "options",
+                f"base_url {shown_url(base_url)!r} carries a user name or password (user:pass@), which would be sent "
+                "base64-encoded in an Authorization header: give the key as api_key=..., or a header in headers={...}",
+            )
         if not isinstance(model, str) or not model:
             raise AerixError("options", f"model must be a non-empty string, got {model!r}")
         root, question, query = base_url.partition("#")[0].partition("?")
@@ -161,10 +174,12 @@ class ChatClient:
         if not isinstance(response, Response):  # the request ended before a body to read
             yield self.secrets.error(response) if isinstance(response, StreamError) else response
             return
+        shown = ShownStream(self.secrets)  # a server may echo the key, in an error or in the text
         try:
-            async with aclosing(_read(response, signal)) as events:
+            async with aclosing(_read(response, signal, self.secrets)) as events:
                 async for ev in events:
-                    yield self.secrets.error(ev) if isinstance(ev, StreamError) else ev  # a server may echo the key
+                    for out in shown(ev):
+                        yield out
         finally:
             try:
                 await response.aclose()
@@ -185,7 +200,7 @@ class ChatClient:
                 return StreamDone("cancelled")
             if response.status not in PUSHBACK:
                 return response
-            async with aclosing(_read(response, signal)) as events:
+            async with aclosing(_read(response, signal, self.secrets)) as events:
                 ending: StreamEvent = [ev async for ev in events][-1]  # a non-2xx answer is one event
             with suppress(Exception):
                 await response.aclose()
@@ -211,13 +226,19 @@ def _utf8(text: str) -> bytes:
 # -- reading a response ------------------------------------------------------------------
 
 
-async def _read(response: Response, signal: Any) -> AsyncGenerator[StreamEvent, None]:
+async def _read(response: Response, signal: Any, secrets: Secrets) -> AsyncGenerator[StreamEvent, None]:
     if not 200 <= response.status < 300:
         try:
             aborted, body = await _unless_aborted(response.aread(_ERROR_BODY_LIMIT), signal)
         except Exception:
             aborted, body = False, b""
-        yield StreamDone("cancelled") if aborted else http_error(response.status, response.reason, response.content_type, body or b"")
+        if aborted:
+            yield StreamDone("cancelled")
+            return
+        body = body or b""
+        if len(body) >= _ERROR_BODY_LIMIT:  # cut at the limit: maybe inside a key the server echoed
+            body = secrets.redact(body.decode("utf-8", "replace"), cut=True).encode("utf-8")
+        yield http_error(response.status, response.reason, response.content_type, body, secrets.shorten)
         return
 
     if "html" in response.content_type:  # a web page (a proxy's, a wrong path): no retry will help
@@ -226,7 +247,7 @@ async def _read(response: Response, signal: Any) -> AsyncGenerator[StreamEvent, 
             "is base_url the API root, /v1 included?", code=response.status)
         return
 
-    stream = StreamState()
+    stream = StreamState(secrets.shorten)
     if "json" in response.content_type:  # a server that answered without streaming
         try:
             aborted, body = await _unless_aborted(response.aread(1 << 26), signal)

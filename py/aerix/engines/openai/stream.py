@@ -34,13 +34,16 @@ The rules, each with a test in ``tests/unit/test_client.py``:
   an exception. ``message`` is for people (an error that says nothing is "no details");
   ``code`` is the HTTP status (or the provider's error code); an RFC 9457 problem document
   (``application/problem+json``) rides along as ``problem``.
+- What a server sent is quoted in a message cut to a length (200 or 500 characters) by
+  ``shorten`` (the client's ``Secrets.shorten``), which redacts the secrets *before* it cuts, so
+  a cut never leaves the first characters of a key behind.
 """
 
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field, fields
-from typing import Any, Final, Literal, Sequence, Union
+from typing import Any, Callable, Final, Literal, Sequence, Union
 
 from ...turn import nests_too_deep
 from .sse import ServerSentEvent
@@ -63,6 +66,11 @@ EVENT_TYPES = (DELTA, TOOL_CALL_START, TOOL_CALL_DELTA, TOOL_CALL_END, LOGPROBS,
 StopReason = Literal["stop", "length", "tool_calls", "cancelled", "closed"]
 STOP_REASONS: tuple[str, ...] = ("stop", "length", "tool_calls", "cancelled", "closed")
 _FINISHING = frozenset({"stop", "length", "tool_calls"})  # other finish reasons are ignored
+Shorten = Callable[[str, int], str]  # (text, length) -> the text as it may be shown, at most length characters
+
+
+def _first(text: str, length: int) -> str:
+    return text[:length]
 
 
 class _StreamEventBase:
@@ -161,7 +169,8 @@ def collect_tool_calls(events: Sequence[StreamEvent]) -> list[dict[str, str]]:
 class StreamState:
     """The state of one stream: open tool calls by index, the finish reason, the last usage."""
 
-    def __init__(self) -> None:
+    def __init__(self, shorten: Shorten = _first) -> None:
+        self.shorten = shorten  # how an error quotes what the server sent: redacted, then cut
         self.calls: dict[int, str] = {}  # provider index -> our call id, in the order they began
         self.started = 0
         self.finish: str | None = None
@@ -173,7 +182,7 @@ class StreamState:
         if data == "[DONE]":
             return self.end(None)
         if frame.event == "error":
-            return self.fail(_error_from(_json_or_text(data)))
+            return self.fail(_error_from(_json_or_text(data, self.shorten), self.shorten))
         if not data:
             return []  # an empty keep-alive frame
         try:
@@ -181,11 +190,11 @@ class StreamState:
                 raise ValueError("nested too deep")
             chunk = json.loads(data)
         except ValueError:
-            return self.fail(StreamError(f"the server sent a frame that is not JSON: {data[:200]!r}"))
+            return self.fail(StreamError(f"the server sent a frame that is not JSON: {self.shorten(data, 200)!r}"))
         if not isinstance(chunk, dict):
-            return self.fail(StreamError(f"the server sent a frame that is not a JSON object: {data[:200]!r}"))
+            return self.fail(StreamError(f"the server sent a frame that is not a JSON object: {self.shorten(data, 200)!r}"))
         if chunk.get("error"):
-            return self.fail(_error_from(chunk))
+            return self.fail(_error_from(chunk, self.shorten))
         return self.chunk(chunk)
 
     def chunk(self, chunk: dict[str, Any]) -> list[StreamEvent]:
@@ -206,10 +215,10 @@ class StreamState:
     def _choice(self, choice: dict[str, Any]) -> list[StreamEvent]:
         delta = choice.get("delta") or choice.get("message") or {}
         if not isinstance(delta, dict):  # a server off the protocol: said in an error, never raised
-            return self.fail(StreamError(f"the server sent a delta that is not a JSON object: {_short(delta)}"))
+            return self.fail(StreamError(f"the server sent a delta that is not a JSON object: {_short(delta, self.shorten)}"))
         tool_calls = delta.get("tool_calls") or []
         if not isinstance(tool_calls, list):
-            return self.fail(StreamError(f"the server sent tool_calls that are not a JSON list: {_short(tool_calls)}"))
+            return self.fail(StreamError(f"the server sent tool_calls that are not a JSON list: {_short(tool_calls, self.shorten)}"))
         events: list[StreamEvent] = []
         content = delta.get("content")
         if isinstance(content, str) and content:
@@ -229,11 +238,11 @@ class StreamState:
 
     def whole(self, body: bytes) -> list[StreamEvent]:
         """A non-streamed answer (``application/json``), told as the same events."""
-        parsed = _json_or_text(body.decode("utf-8", "replace"))
+        parsed = _json_or_text(body.decode("utf-8", "replace"), self.shorten)
         if not isinstance(parsed, dict):
-            return self.fail(StreamError(f"the server answered with JSON that is not an object: {str(parsed)[:200]!r}"))
+            return self.fail(StreamError(f"the server answered with JSON that is not an object: {self.shorten(str(parsed), 200)!r}"))
         if parsed.get("error"):
-            return self.fail(_error_from(parsed))
+            return self.fail(_error_from(parsed, self.shorten))
         return self.chunk(parsed) + ([] if self.ended else self.end(None))
 
     def end(self, reason: str | None) -> list[StreamEvent]:
@@ -281,24 +290,25 @@ class StreamState:
 # -- errors --------------------------------------------------------------------------------
 
 
-def http_error(status: int, reason: str, content_type: str, body: bytes) -> StreamError:
-    """The ``error`` for a non-2xx answer: its status, and the words or problem document of its body."""
+def http_error(status: int, reason: str, content_type: str, body: bytes, shorten: Shorten = _first) -> StreamError:
+    """The ``error`` for a non-2xx answer: its status, and the words or problem document of its
+    body, cut by ``shorten``."""
     text = body.decode("utf-8", "replace").strip()
-    parsed = _json_or_text(text)
+    parsed = _json_or_text(text, shorten)
     problem = None
     if content_type == "application/problem+json" and isinstance(parsed, dict):
         problem = parsed
         detail = _problem_text(parsed)
     elif isinstance(parsed, dict):
-        detail = _error_from(parsed).message if parsed.get("error") else str(parsed.get("detail") or parsed.get("message") or text)
+        detail = _error_from(parsed, shorten).message if parsed.get("error") else str(parsed.get("detail") or parsed.get("message") or text)
     else:
         detail = text
     head = f"the server answered {status} {reason}".rstrip()
-    detail = " ".join(detail.split())[:500]
+    detail = shorten(" ".join(detail.split()), 500)
     return StreamError(f"{head}: {detail}" if detail else head, code=status, problem=problem)
 
 
-def _error_from(parsed: Any) -> StreamError:
+def _error_from(parsed: Any, shorten: Shorten = _first) -> StreamError:
     """An error frame or body: ``{"error": {"message", "code"|"type"}}``, ``{"error": "text"}``,
     a problem document, an error object itself (``{"message", "type"}``, as an ``event: error``
     frame may carry), or plain text. Nothing said is "no details", never "None"."""
@@ -311,7 +321,7 @@ def _error_from(parsed: Any) -> StreamError:
         code = error.get("code") if error.get("code") is not None else error.get("type")
     else:
         message = "" if error is None else error
-    text = " ".join(str(message).split())[:500] or "no details"
+    text = shorten(" ".join(str(message).split()), 500) or "no details"
     return StreamError(f"the server reported an error: {text}", code=code if isinstance(code, (int, str)) else None)
 
 
@@ -333,13 +343,13 @@ def _first_choice(choices: Any) -> dict[str, Any] | None:
     return None
 
 
-def _short(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False)[:200]
+def _short(value: Any, shorten: Shorten) -> str:
+    return shorten(json.dumps(value, ensure_ascii=False), 200)
 
 
-def _json_or_text(text: str) -> Any:
+def _json_or_text(text: str, shorten: Shorten = _first) -> Any:
     if nests_too_deep(text):
-        return text[:200]
+        return shorten(text, 200)
     try:
         return json.loads(text)
     except ValueError:

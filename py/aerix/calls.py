@@ -2,7 +2,8 @@
 
     repeat guard → permission (tool_policy) → before_call hook → taint guard → run (an effect
     recorded once; interrupted by an abort, the run's timeout or the tool's own) → after_call
-    hook → taint → cut to ``result_chars``
+    hook → taint (a ``taint`` tool's result, or an ``as_tool`` sub-run's that met outside content:
+    ``Caller``) → cut to ``result_chars``
 
 The repeat guard (``Limits.repeat_calls``) answers a call that repeats an earlier call of the
 run (same tool, equal input as canonical JSON) that succeeded with that call's result, and the

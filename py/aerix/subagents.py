@@ -28,7 +28,10 @@ A sub-run of a durable parent (an Agent with a store) is durable with it (:class
   emits likewise (their run id is ``<parent run id>/<calling call id>``);
 - an approval it needs (``ctx.approve``, the taint guard) makes the parent wait: the parent's
   ``waiting`` names approval ``<calling call id>/<its call id>.<n>``, answered with the parent's
-  ``approve``; the parent resumes into the sub-run, which runs that call again from its start.
+  ``approve``; the parent resumes into the sub-run, which runs that call again from its start;
+- a store that fails under it fails every run above it too (``Caller.failed``), as it fails a
+  run: no model is shown an error it could act on by calling again, and once the store works the
+  top run resumes into the sub-run.
 
 Nested sub-runs scope again (``call_1/call_2/call_1.1``). Under a parent without a store a
 sub-run is kept in memory: nothing is recorded, and nothing can wait (a guarded tool of a tainted

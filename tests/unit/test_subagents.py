@@ -1,4 +1,4 @@
-"""Agents as tools (issue 19, point 6)."""
+"""Agents as tools (issue 19, point 6): taint across them and a sub-run durable with its parent (issue 26, points 3 and 9)."""
 
 from __future__ import annotations
 
@@ -419,3 +419,25 @@ async def test_a_store_that_fails_under_a_nested_sub_run_fails_the_top_run_which
         assert [r.id for r in await top.recover()] == ["r1"]  # its last checkpoint holds both sub-runs
         events = await collect(top.resume("r1"))
         assert events[-1].type == "final" and paid == ["ana"] and len(leaf_replies.asked) == 3 + (at == 4)
+
+
+async def test_a_sub_runs_artifacts_and_emits_are_kept_under_its_scoped_run_id():
+    sent = []
+
+    class Box:
+        name = "box"
+
+        def out(self, message):
+            sent.append(message.key)
+
+    async def save(input, ctx):
+        await ctx.artifacts.put(b"report", "text/plain", "r.txt")
+        await ctx.channels.find_one("box").emit("done")
+        return "saved"
+
+    sub = researcher([calls(("save", {})), final("saved it")], tools=[tool(name="save", description="Saves.", input={}, run=save)], channels=[Box()])
+    store = MemoryStore()
+    parent = Agent(model=ScriptedModel([calls(("research", {"task": "x"})), final("done")]), tools=[sub.as_tool("research", "R.")], store=store)
+    await collect(parent.run("go", run_id="r1"))
+    assert [a.filename for a in await sub.artifacts("r1/call_1")] == ["r.txt"]
+    assert len(sent) == 1 and sent[0].startswith("r1/call_1:emit:box:") and await store.get_effect(sent[0]) == "sent"

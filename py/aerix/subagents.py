@@ -175,7 +175,8 @@ def _sub_run(agent: Agent, task: str, ctx: ToolContext) -> tuple[Loop, _Tokens]:
     caller: Caller | None = ctx.caller
     parent = None if caller is None else caller.loop  # None: the tool was run outside a run
     saved = None if caller is None else caller.loop.state.subruns.get(caller.call_id)
-    if saved is not None and saved["messages"][0]["content"] != agent.system:
+    if caller is not None and saved is not None and saved["messages"][0]["content"] != agent.system:
+        del caller.loop.state.subruns[caller.call_id]  # the call ends here: nothing to resume into
         raise SubAgentEnded(f"the sub-run of {agent.name!r} was started by an agent with other instructions or tools")
     conversation = Conversation.from_dict(saved) if saved is not None else Conversation([{"role": "system", "content": agent.system}])
     state = LoopState.from_dict(saved) if saved is not None else LoopState()

@@ -441,3 +441,20 @@ async def test_a_sub_runs_artifacts_and_emits_are_kept_under_its_scoped_run_id()
     await collect(parent.run("go", run_id="r1"))
     assert [a.filename for a in await sub.artifacts("r1/call_1")] == ["r.txt"]
     assert len(sent) == 1 and sent[0].startswith("r1/call_1:emit:box:") and await store.get_effect(sent[0]) == "sent"
+
+
+async def test_a_sub_run_resumed_by_an_agent_with_other_instructions_is_the_calls_error():
+    async def ask(input, ctx):
+        return "yes" if await ctx.approve("ok?") else "no"
+
+    asker = tool(name="ask", description="Asks.", input={}, run=ask)
+    store = MemoryStore()
+
+    def parent_with(instructions, replies):
+        sub = Agent(model=ScriptedModel([calls(("ask", {})), final("asked")]), instructions=instructions, name="asker", tools=[asker])
+        return Agent(model=ScriptedModel(replies), tools=[sub.as_tool("research", "R.")], store=store)
+
+    waiting = (await collect(parent_with("You ask.", [calls(("research", {"task": "x"}))]).run("go")))[-1]
+    events = await collect(parent_with("You ask politely.", [final("done")]).approve(waiting.run_id, waiting.approval_id, True))
+    assert results(events) == ["error: the sub-run of 'asker' was started by an agent with other instructions or tools"]
+    assert events[-1].type == "final" and "subruns" not in (await store.get_run(waiting.run_id))["checkpoint"]

@@ -29,7 +29,7 @@ from .loop import Loop, Memory
 from .state import Conversation, LoopState
 from .stores import STORE_METHODS, Store
 from .tools import ContextKey, Tool
-from .trust import Invoker, ToolPolicy, policy_refusal
+from .trust import Invoker, ToolPolicy, TrustFlag, policy_refusal
 from .output import Output
 from .turn import system_message, turn_schema
 
@@ -153,12 +153,13 @@ class Agent:
     def tool_named(self, name: str) -> Tool:
         return self._by_name[name]
 
-    def as_tool(self, name: str, description: str) -> Tool:
-        """This agent as a tool for another: input ``{"task": str}``, result its final answer
-        (see :mod:`aerix.subagents`)."""
+    def as_tool(self, name: str, description: str, trust: dict[str, TrustFlag] | None = None) -> Tool:
+        """This agent as a tool for another: input ``{"task": str}``, result its final answer;
+        ``trust`` as ``tool(...)`` takes it. Taint, durability and approvals cross between the
+        two runs (see :mod:`aerix.subagents`)."""
         from .subagents import agent_tool
 
-        return agent_tool(self, name, description)
+        return agent_tool(self, name, description, trust)
 
     def provide(self, key: ContextKey, value: Any) -> None:
         """Give tools and hooks ``value`` under ``key`` (``ctx.get(key)``), by reference: it is

@@ -2,7 +2,8 @@
 
     repeat guard → permission (tool_policy) → before_call hook → taint guard → run (an effect
     recorded once; interrupted by an abort, the run's timeout or the tool's own) → after_call
-    hook → taint → cut to ``result_chars``
+    hook → taint (a ``taint`` tool's result, or an ``as_tool`` sub-run's that met outside content:
+    ``Caller``) → cut to ``result_chars``
 
 The repeat guard (``Limits.repeat_calls``) answers a call that repeats an earlier call of the
 run (same tool, equal input as canonical JSON) that succeeded with that call's result, and the
@@ -29,9 +30,11 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from .abort import Abort
+from .errors import AerixError
 from .events import Call, NewArtifact, Result, Taint
 from .tools import Tool, ToolContext, run_tool
 from .trust import TrustFlag, flag_holds, policy_refusal
@@ -40,7 +43,7 @@ from .turn import repeated_note
 if TYPE_CHECKING:
     from .loop import Loop
 
-__all__ = ["RepeatedCall", "StepInterrupted", "call_tool", "until_aborted"]
+__all__ = ["Caller", "RepeatedCall", "StepInterrupted", "call_tool", "until_aborted"]
 
 
 class StepInterrupted(Exception):
@@ -49,6 +52,19 @@ class StepInterrupted(Exception):
 
 class RepeatedCall(Exception):
     """A call repeated the one before it once too often in a row: the run ends ``loop``."""
+
+
+@dataclass
+class Caller:
+    """A call as a run it starts sees it (``ctx.caller``; an ``as_tool`` sub-run, ``subagents.py``):
+    the calling run's loop and the call's id. ``tainted``: that run met content from outside, so
+    this call's result taints the calling conversation, as a ``taint`` tool's result does.
+    ``failed``: the store failed under that run, so the calling run ends here as if it had failed."""
+
+    loop: Loop
+    call_id: str
+    tainted: bool = False
+    failed: AerixError | None = None
 
 
 async def until_aborted(awaitable: Any, signal: Abort) -> Any:
@@ -129,6 +145,7 @@ async def _call(loop: Loop, call: Call) -> tuple[Call, list[NewArtifact | Taint 
     # the run's signal; a tool with its own timeout_s gets a child, which that timeout aborts alone
     signal = loop.signal if tool.timeout_s is None else Abort.following(loop.signal)
     artifacts = loop.artifacts.for_call(call.id)  # this execution's puts: their ids and events
+    caller = Caller(loop, call.id)
     ctx = ToolContext(
         signal=signal,
         call_id=call.id,
@@ -139,7 +156,7 @@ async def _call(loop: Loop, call: Call) -> tuple[Call, list[NewArtifact | Taint 
         state=loop.state_view,
         artifacts=artifacts,
         channels=loop.channels.for_call(call.id),
-        budget=loop.budget,
+        caller=caller,
     )
     hooks = agent.hooks
     try:
@@ -158,12 +175,14 @@ async def _call(loop: Loop, call: Call) -> tuple[Call, list[NewArtifact | Taint 
             except ValueError as e:
                 refused = f"error: {tool.name}: {e}"
         text, error = await _run(loop, tool, call, ctx) if refused is None else (refused, True)
+        if caller.failed is not None:
+            raise caller.failed
         result = Result(call.id, call.tool, text, error)
         replaced = None if hooks.after_call is None else await until_aborted(hooks.after(call, result), loop.signal)
         if replaced is not None:
             result = Result(call.id, call.tool, replaced, error)
         events: list[NewArtifact | Taint | Result] = list(artifacts.made)
-        if taints and loop.conversation.taint is None:  # from outside: tainted before the model sees it
+        if (taints or caller.tainted) and loop.conversation.taint is None:  # from outside: tainted before the model sees it
             loop.conversation.taint = {"source": tool.name, "at": call.id}
             events.append(Taint(tool.name, call.id))
         return call, events + [_cut(result, loop.limits.result_chars)]

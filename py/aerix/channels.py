@@ -29,8 +29,9 @@ or twice from one, is sent twice. Not guaranteed: a crash after ``out`` delivere
 record, the unknown outcome an effect tool has, sends it again on resume; a channel whose
 destination drops repeated ``message.key`` closes that gap. A store that fails during an emit
 raises ``AerixError(kind="store")`` (failing the record, after ``out`` delivered). Without a
-store (and in an ``as_tool`` sub-agent's run) nothing is recorded: every emit is sent, and the
-key's run id is ``memory``.
+store (and in an ``as_tool`` sub-run of a run without one) nothing is recorded: every emit is
+sent, and the key's run id is ``memory``; a sub-run of a durable run records its emits in that
+run's store, its run id ``<parent run id>/<calling call id>`` (``subagents.py``).
 
 In the page a channel may be a JavaScript object ``{name, out(message)}`` (``out`` gets the
 message as a plain object), and a JS tool sends with ``await ctx.emit(channel, body, {title,

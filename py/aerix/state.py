@@ -150,7 +150,9 @@ class CallsSeen:
 @dataclass
 class LoopState:
     """The loop's counters, the calls seen and the pending turn: with the conversation, what a
-    checkpoint holds."""
+    checkpoint holds. ``subruns``: call id -> the checkpoint of the ``as_tool`` sub-run that call
+    has going (``subagents.py``), kept while the call runs, each replaced whole, never changed in
+    place; a checkpoint holds it only when not empty."""
 
     generations: int = 0
     refused_in_row: int = 0
@@ -158,6 +160,7 @@ class LoopState:
     elapsed_s: float = 0.0
     pending: Pending | None = None
     seen: CallsSeen = field(default_factory=CallsSeen)
+    subruns: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -167,9 +170,11 @@ class LoopState:
             "elapsed_s": self.elapsed_s,
             "pending": None if self.pending is None else self.pending.to_dict(),
             "calls_seen": self.seen.to_dict(),
+            **({"subruns": dict(self.subruns)} if self.subruns else {}),
         }
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> LoopState:
         pending = None if data["pending"] is None else Pending.from_dict(data["pending"])
-        return cls(data["generations"], data["refused_in_row"], data["tokens"], data["elapsed_s"], pending, CallsSeen.from_dict(data.get("calls_seen")))
+        subruns = dict(data.get("subruns") or {})
+        return cls(data["generations"], data["refused_in_row"], data["tokens"], data["elapsed_s"], pending, CallsSeen.from_dict(data.get("calls_seen")), subruns)

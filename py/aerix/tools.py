@@ -80,7 +80,7 @@ class ToolContext:
     state: Any = field(default=None, repr=False, compare=False)  # the agent's state (agent_state.py)
     artifacts: Any = field(default=None, repr=False, compare=False)  # the run's artifacts (artifacts.py)
     channels: Any = field(default=None, repr=False, compare=False)  # the agent's channels (channels.py)
-    budget: Any = field(default=None, repr=False, compare=False)  # the run's token budget (subagents.py)
+    caller: Any = field(default=None, repr=False, compare=False)  # the call, as a run it starts sees it (calls.Caller, subagents.py)
 
     def get(self, key: ContextKey, default: Any = None) -> Any:
         """The value provided for ``key``, or ``default``."""

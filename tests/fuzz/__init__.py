@@ -13,6 +13,7 @@ a few cases of each area in ``make test``. The areas, one module each:
     hooks    hung_callbacks.py   hooks, trust flags and tool policies that hang, raise, answer junk
     store    store_faults.py     a store that fails, loses writes, corrupts records; then recovers
     sse      sse_bodies.py       OpenAIModel over a MockTransport answering any bytes
+    sub-agents  sub_agents.py    agents nested as tools: taint never lost, effects once, crashes
 
 The promises each run is checked against are in ``harness.py`` (one ending, nothing escapes,
 the agent free afterwards, no key anywhere, no forged turn); ``draw.py`` draws the awkward

@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 from typing import Callable
 
-from . import engine_protocol, hung_callbacks, model_output, sse_bodies, store_faults, tool_faults
+from . import engine_protocol, hung_callbacks, model_output, sse_bodies, store_faults, sub_agents, tool_faults
 from .harness import Case
 
 __all__ = ["AREAS"]
@@ -17,4 +17,5 @@ AREAS: dict[str, Callable[[random.Random], Case]] = {
     "hooks": hung_callbacks.draw,
     "store": store_faults.draw,
     "sse": sse_bodies.draw,
+    "sub-agents": sub_agents.draw,
 }

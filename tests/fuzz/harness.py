@@ -286,9 +286,9 @@ LINEAR_LIMIT = 24.0  # 8 MB over 1 MB: linear is about 8, quadratic about 64
 def report(results: list[AreaResult], linear: dict[str, Any] | None = None) -> str:
     """The table, then each distinct failure once: how many cases, their seeds, and the
     shortest case's inputs as its reproduction; the SSE linearity figure when measured."""
-    lines = [f"{'area':<8} {'cases':>7} {'runs':>7} {'no run':>7} {'failures':>9} {'seconds':>8}"]
+    lines = [f"{'area':<10} {'cases':>7} {'runs':>7} {'no run':>7} {'failures':>9} {'seconds':>8}"]
     for r in results:
-        lines.append(f"{r.area:<8} {r.cases:>7} {r.runs:>7} {r.skipped:>7} {len(r.failures):>9} {r.seconds:>8.1f}")
+        lines.append(f"{r.area:<10} {r.cases:>7} {r.runs:>7} {r.skipped:>7} {len(r.failures):>9} {r.seconds:>8.1f}")
     groups: dict[tuple[str, str, str], list[tuple[Failure, Problem]]] = {}
     for r in results:
         for f in r.failures:

@@ -17,7 +17,8 @@ The package: ``record.py`` (the record), ``book.py`` (what the loop writes), ``l
                  last generation, tool result or compaction (None: not started); ``pending`` is
                  ``state.Pending.to_dict()``, ``measured`` the engine's count (``state.Measured``),
                  ``calls_seen`` ``state.CallsSeen.to_dict()`` (the repeat guard's memory; a
-                 checkpoint without it reads as a run with none)
+                 checkpoint without it reads as a run with none); while an ``as_tool`` call
+                 runs, also ``subruns`` {call id: its sub-run's checkpoint} (``subagents.py``)
     ending       the ending event as a dict, once the run has ended
     approvals    approval id -> {id, call_id, title, body, created_at, timeout_s, decision};
                  decision {approved, reason, approver, answered_at}: an answer after

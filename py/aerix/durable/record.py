@@ -148,6 +148,9 @@ def _unreadable_checkpoint(checkpoint: dict[str, Any]) -> str | None:
     seen = checkpoint.get("calls_seen")
     if seen is not None and not _seen_reads(seen):
         return f"has calls seen {_short(seen)} that do not read"
+    subruns = checkpoint.get("subruns")  # as_tool sub-runs going: each a checkpoint (subagents.py)
+    if subruns is not None and not (isinstance(subruns, dict) and all(isinstance(v, dict) and _unreadable_checkpoint(v) is None for v in subruns.values())):
+        return f"has sub-runs {_short(subruns)} that do not read"
     return None
 
 

@@ -11,6 +11,7 @@ a few cases of each area in ``make test``. The areas, one module each:
     engine   engine_protocol.py  a custom model that breaks the model protocol
     tools    tool_faults.py      tools and hooks that fail; effects whose bookkeeping fails
     store    store_faults.py     a store that fails, loses writes, corrupts records; then recovers
+    races    races.py            executors and recover() racing over one run through a slow store
     sse      sse_bodies.py       OpenAIModel over a MockTransport answering any bytes
 
 The promises each run is checked against are in ``harness.py`` (one ending, nothing escapes,

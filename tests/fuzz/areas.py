@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 from typing import Callable
 
-from . import engine_protocol, model_output, sse_bodies, store_faults, tool_faults
+from . import engine_protocol, model_output, races, sse_bodies, store_faults, tool_faults
 from .harness import Case
 
 __all__ = ["AREAS"]
@@ -15,5 +15,6 @@ AREAS: dict[str, Callable[[random.Random], Case]] = {
     "engine": engine_protocol.draw,
     "tools": tool_faults.draw,
     "store": store_faults.draw,
+    "races": races.draw,
     "sse": sse_bodies.draw,
 }

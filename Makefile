@@ -130,12 +130,13 @@ test-models: build chromium smollm2
 	$(PY) -m pytest tests/e2e -q -m models
 
 # Seeded random cases over whole runs (tests/fuzz): model output, engine protocol breaks, tool and
-# hook faults, store faults, SSE bodies, sub-agents (agents as tools: taint kept across them,
-# effects once across crashes); each run checked for one ending, nothing escaping, the agent free
-# afterwards, no API key shown, no forged turn; then SSE parsing timed on a 1 and an 8 MB line.
-# Prints cases and failures per area, each failure with its seed and inputs; exits 1 on any. Not
-# part of `make test` (tests/unit/test_fuzz.py plays 60 cases of each area there). FUZZ_RUNS cases
-# per area: 10000 by default (60,000 cases; the five areas before sub-agents took 2.5 minutes on 2 cores).
+# hook faults, callbacks that hang, store faults, races with a slow store, SSE bodies, sub-agents
+# (agents as tools: taint kept across them, effects once across crashes); each run checked for one
+# ending, nothing escaping, the agent free afterwards, no API key shown, no forged turn (races: no
+# ended run written over, no effect applied after its record, no stale save); then SSE parsing timed
+# on a 1 and an 8 MB line. Prints cases and failures per area, each failure with its seed and
+# inputs; exits 1 on any. Not part of `make test` (tests/unit/test_fuzz.py plays 60 cases of each
+# area there). FUZZ_RUNS cases per area: 10000 by default (80,000 cases).
 FUZZ_RUNS ?= 10000
 .PHONY: fuzz
 fuzz: .venv/.installed

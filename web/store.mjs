@@ -5,9 +5,17 @@
  *   await store.createRun(json);                // or the existing run with its idempotency key
  *   await store.acquireLease("run:r1", holder, expiresAt, now);   // true: holder runs r1 now
  *
- * Run records (py/aerix/durable.py) cross as JSON text, so what Python wrote comes back exactly
- * (JavaScript would turn None into undefined and drop it); effects are strings by key. Each
+ * Run records (py/aerix/durable/record.py) cross as JSON text, so what Python wrote comes back
+ * exactly (JavaScript would turn None into undefined and drop it); effects are strings by key. Each
  * method is one IndexedDB transaction, so `createRun` with an idempotency key is atomic.
+ *
+ * Writes that cannot go stale (see Store in py/aerix/stores/__init__.py): a run row keeps its
+ * record's `revision` beside the text (`rev`; a row of an older page has none: 0).
+ * `saveRun(json, revision, holder)` writes only if the row is still at `revision` and `holder`
+ * holds the lease `run:<id>`, and `putEffect(key, result, runId, holder)` only if `holder` holds
+ * `run:<runId>`: each checks and writes in one readwrite transaction over its object store and
+ * `leases`, and resolves to whether it wrote (`null`/`undefined` skips a check). A record text
+ * that does not parse is read as `{"id", "corrupt"}`, so one bad row hides no other.
  *
  * Leases (one executor per run) are records in the `leases` object store, checked and written
  * in one readwrite transaction: IndexedDB runs readwrite transactions on one object store one
@@ -56,12 +64,29 @@ function open(name) {
   });
 }
 
-// What IndexedDB keeps of a run: the fields it indexes, and the record as JSON text.
+// What IndexedDB keeps of a run: the fields it indexes, its revision, and the record as JSON text.
 function row(json) {
   const run = JSON.parse(json);
-  const out = { id: run.id, created_at: run.created_at ?? 0, json };
+  const out = { id: run.id, created_at: run.created_at ?? 0, rev: run.revision ?? 0, json };
   if (run.idempotency_key != null) out.idempotency_key = run.idempotency_key; // null cannot be indexed
   return out;
+}
+
+// A row's record text, or a `corrupt` record under the row's id when the text does not parse.
+function readRow(r) {
+  try {
+    const run = JSON.parse(r.json);
+    if (run !== null && typeof run === "object" && !Array.isArray(run)) return r.json;
+  } catch {
+    // falls through to the corrupt record below
+  }
+  return JSON.stringify({ id: String(r.id), corrupt: "its stored text is not a JSON object" });
+}
+
+/** Whether `holder` holds the lease `run:<runId>` in transaction `t` (no holder: no fence). */
+async function holds(t, runId, holder) {
+  if (holder == null || runId == null) return true;
+  return (await request(t.objectStore("leases").get(`run:${runId}`)))?.holder === holder;
 }
 
 // -- leases: Web Locks held in this tab, and one queue per lease -----------------------------
@@ -120,16 +145,34 @@ export function openStore(name = "aerix") {
         const existing =
           (fresh.idempotency_key != null ? await request(runs.index("idempotency_key").get(fresh.idempotency_key)) : undefined) ??
           (await request(runs.get(fresh.id)));
-        if (existing) return existing.json;
+        if (existing) return readRow(existing);
         await request(runs.add(fresh));
         return json;
       }),
-    getRun: (id) => tx(["runs"], "readonly", async (t) => (await request(t.objectStore("runs").get(id)))?.json ?? null),
-    saveRun: (json) => tx(["runs"], "readwrite", async (t) => void (await request(t.objectStore("runs").put(row(json))))),
+    getRun: (id) =>
+      tx(["runs"], "readonly", async (t) => {
+        const kept = await request(t.objectStore("runs").get(id));
+        return kept ? readRow(kept) : null;
+      }),
+    /**
+     * Replace the run with this JSON text if the stored row is still at `revision` (a missing row
+     * is at 0) and `holder` holds the lease `run:<id>`; `null`/`undefined` skips a check. One
+     * transaction over `runs` and `leases`, so nothing comes between the checks and the write.
+     * Resolves to whether it wrote.
+     */
+    saveRun: (json, revision, holder) =>
+      tx(["runs", "leases"], "readwrite", async (t) => {
+        const runs = t.objectStore("runs");
+        const fresh = row(json);
+        if (revision != null && ((await request(runs.get(fresh.id)))?.rev ?? 0) !== revision) return false;
+        if (!(await holds(t, fresh.id, holder))) return false;
+        await request(runs.put(fresh));
+        return true;
+      }),
     listRuns: () =>
       tx(["runs"], "readonly", async (t) => {
         const all = await request(t.objectStore("runs").index("created_at").getAll());
-        return all.sort((a, b) => a.created_at - b.created_at || (a.id < b.id ? -1 : 1)).map((r) => r.json);
+        return all.sort((a, b) => a.created_at - b.created_at || (a.id < b.id ? -1 : 1)).map(readRow);
       }),
     /**
      * Take the lease `lease` for `holder` until `expiresAt` if it is free (see Store in
@@ -190,7 +233,13 @@ export function openStore(name = "aerix") {
       return held.some((lock) => lock.name === lockName) ? current : null;
     },
     getEffect: (key) => tx(["effects"], "readonly", async (t) => (await request(t.objectStore("effects").get(key))) ?? null),
-    putEffect: (key, result) => tx(["effects"], "readwrite", async (t) => void (await request(t.objectStore("effects").put(result, key)))),
+    /** Record an effect's result, if `holder` holds the lease `run:<runId>` (one transaction); resolves to whether it wrote. */
+    putEffect: (key, result, runId, holder) =>
+      tx(["effects", "leases"], "readwrite", async (t) => {
+        if (!(await holds(t, runId, holder))) return false;
+        await request(t.objectStore("effects").put(result, key));
+        return true;
+      }),
     /** An agent's state (py/aerix/agent_state.py) as JSON text, by agent name; null if none. */
     getState: (agent) => tx(["state"], "readonly", async (t) => (await request(t.objectStore("state").get(agent))) ?? null),
     /** Replace an agent's state with this JSON text. */

@@ -27,7 +27,7 @@ from .events import End, Event, Final, Interrupted, Waiting
 from .limits import Hooks, Limits
 from .loop import Loop, Memory
 from .state import Conversation, LoopState
-from .stores import STORE_METHODS, Store
+from .stores import Store, check_store
 from .tools import ContextKey, Tool
 from .trust import Invoker, ToolPolicy, TrustFlag, policy_refusal
 from .output import Output
@@ -104,9 +104,8 @@ class Agent:
         self.generation = _check_generation(generation)
         if not isinstance(constrain, bool):
             raise AerixError("options", f"constrain must be True or False, got {constrain!r}")
-        if store is not None and not isinstance(store, Store):
-            missing = [m for m in STORE_METHODS if not callable(getattr(store, m, None))]
-            raise AerixError("options", f"store lacks {missing}: see aerix.stores.Store")
+        if store is not None:
+            check_store(store)  # every method, and save_run/put_effect with revision and holder
         if clock is not None and not callable(clock):
             raise AerixError("options", "clock must be a function returning seconds")
         _check_trust_options(name, tool_policy, on_tainted)

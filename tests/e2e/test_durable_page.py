@@ -37,13 +37,15 @@ LIFE = """async ({ phase, mode, at, worker }) => {
     putArtifact: (meta, data) => inner.putArtifact(meta, data),
     getArtifact: (id) => inner.getArtifact(id),
     listArtifacts: (runId) => inner.listArtifacts(runId),
-    saveRun: async (json) => {
-      await inner.saveRun(json);
+    // a save carries the revision it was read at and the lease holder, and answers whether it wrote
+    saveRun: async (json, revision, holder) => {
+      const written = await inner.saveRun(json, revision, holder);
       writes += 1;
       // a reload after the run's last record leaves nothing to resume: that write is no crash
       // point (a short run, e.g. one the repeat guard ends, then tries again)
       const ended = ["completed", "failed", "cancelled"].includes(JSON.parse(json).status);
       if (mode === "checkpoint" && armed() && writes === at && !ended) await crash();
+      return written;
     },
   };
   const count = (to) => Number(localStorage.getItem("sent:" + to) || 0);
@@ -151,6 +153,38 @@ failures
 `)"""
     )
     assert failures == []
+
+
+def test_an_unreadable_indexeddb_row_is_listed_corrupt_and_hides_no_other(booted):
+    # a row whose text is not JSON (written past the store, as a damaged database would hold it)
+    # between two good runs: runs() lists it corrupt under its own id, recover() offers the others
+    found = booted.evaluate(
+        """async () => {
+  const { openStore } = await import("/store.mjs");
+  const name = "aerix-corrupt-row";
+  await new Promise((ok) => { const r = indexedDB.deleteDatabase(name); r.onsuccess = r.onerror = r.onblocked = ok; });
+  const store = openStore(name);
+  const run = (id, at) => JSON.stringify({ id, prompt: "p", status: "queued", idempotency_key: null, created_at: at, updated_at: at, checkpoint: null, ending: null, approvals: {} });
+  await store.createRun(run("r1", 1));
+  await store.createRun(run("r3", 3));
+  const db = await new Promise((ok, no) => { const r = indexedDB.open(name); r.onsuccess = () => ok(r.result); r.onerror = () => no(r.error); });
+  await new Promise((ok, no) => {
+    const t = db.transaction(["runs"], "readwrite");
+    t.objectStore("runs").put({ id: "bad", created_at: 2, json: '{"id": "bad", "prompt": ' });
+    t.oncomplete = ok;
+    t.onerror = () => no(t.error);
+  });
+  db.close();
+  return window.ai.runPython(`
+from aerix import Agent
+from aerix.stores.indexeddb import IndexedDBStore
+from aerix.testing import ScriptedModel
+agent = Agent(model=ScriptedModel([]), store=IndexedDBStore(name="aerix-corrupt-row"))
+[f"{r.id}:{r.status}" for r in await agent.runs()] + ["recover"] + [r.id for r in await agent.recover()]
+`);
+}"""
+    )
+    assert found == ["r1:queued", "bad:corrupt", "r3:queued", "recover", "r1", "r3"]
 
 
 def test_an_approval_survives_a_reload_and_is_answered_from_the_demo_card(fresh_page, site, mode):

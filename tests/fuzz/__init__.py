@@ -12,6 +12,7 @@ a few cases of each area in ``make test``. The areas, one module each:
     tools    tool_faults.py      tools and hooks that fail; effects whose bookkeeping fails
     hooks    hung_callbacks.py   hooks, trust flags and tool policies that hang, raise, answer junk
     store    store_faults.py     a store that fails, loses writes, corrupts records; then recovers
+    races    races.py            executors and recover() racing over one run through a slow store
     sse      sse_bodies.py       OpenAIModel over a MockTransport answering any bytes
     sub-agents  sub_agents.py    agents nested as tools: taint never lost, effects once, crashes
 

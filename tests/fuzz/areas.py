@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 from typing import Callable
 
-from . import engine_protocol, hung_callbacks, model_output, sse_bodies, store_faults, sub_agents, tool_faults
+from . import engine_protocol, hung_callbacks, model_output, races, sse_bodies, store_faults, sub_agents, tool_faults
 from .harness import Case
 
 __all__ = ["AREAS"]
@@ -16,6 +16,7 @@ AREAS: dict[str, Callable[[random.Random], Case]] = {
     "tools": tool_faults.draw,
     "hooks": hung_callbacks.draw,
     "store": store_faults.draw,
+    "races": races.draw,
     "sse": sse_bodies.draw,
     "sub-agents": sub_agents.draw,
 }

@@ -3,7 +3,8 @@
 ``FaultyStore`` is a ``MemoryStore`` whose methods (``create_run``, ``get_run``, ``save_run``,
 ``list_runs``, ``get_effect``, ``put_effect``) fail at drawn calls and at a drawn rate: they
 raise (``OSError``, ``KeyError``, an ``AerixError`` of kind ``store`` or another, ...), lose a
-write, store or return a corrupt record (a key gone, a wrong type, an unknown version or status, a
+write, refuse one (as a store does for a stale revision or a lost lease), answer a write as a store
+written before revisions does (``None``), store or return a corrupt record (a key gone, a wrong type, an unknown version or status, a
 checkpoint without its counters, messages that are not messages), or return a value of the wrong
 type. A case plays a few durable runs (answering approvals), may call ``runs()``/``recover()``
 while the faults go on (only ``AerixError(kind="store")`` may come out), then stops the faults:
@@ -32,10 +33,10 @@ METHODS = ("create_run", "get_run", "save_run", "list_runs", "get_effect", "put_
 FAULTS: dict[str, tuple[str, ...]] = {
     "create_run": ("raise", "corrupt", "wrong type", "lost"),
     "get_run": ("raise", "corrupt", "wrong type", "gone"),
-    "save_run": ("raise", "raise", "corrupt", "lost"),
+    "save_run": ("raise", "raise", "corrupt", "lost", "refused", "wrong type"),
     "list_runs": ("raise", "corrupt", "wrong type"),
     "get_effect": ("raise", "wrong type", "stale"),
-    "put_effect": ("raise", "lost"),
+    "put_effect": ("raise", "lost", "refused", "wrong type"),
 }
 _ERRORS: tuple[Callable[[], BaseException], ...] = (
     lambda: OSError(28, "No space left on device"),
@@ -148,10 +149,13 @@ class FaultyStore(MemoryStore):
         run = await super().get_run(run_id)
         return corrupt(self.rng, run) if fault == "corrupt" and run is not None else run
 
-    async def save_run(self, run: dict[str, Any]) -> None:
+    async def save_run(self, run: dict[str, Any], revision: int | None = None, holder: str | None = None) -> Any:
         fault = self._fault("save_run")
+        if fault in ("refused", "wrong type"):
+            return False if fault == "refused" else None  # None: what a store written before revisions answers
         if fault != "lost":
-            await super().save_run(corrupt(self.rng, run) if fault == "corrupt" else run)
+            return await super().save_run(corrupt(self.rng, run) if fault == "corrupt" else run, revision, holder)
+        return True
 
     async def list_runs(self) -> Any:
         fault = self._fault("list_runs")
@@ -171,9 +175,11 @@ class FaultyStore(MemoryStore):
             return "recorded by someone else"
         return await super().get_effect(key)
 
-    async def put_effect(self, key: str, result: str) -> None:
-        if self._fault("put_effect") != "lost":
-            await super().put_effect(key, result)
+    async def put_effect(self, key: str, result: str, run_id: str | None = None, holder: str | None = None) -> Any:
+        fault = self._fault("put_effect")
+        if fault in ("refused", "wrong type"):
+            return False if fault == "refused" else None
+        return True if fault == "lost" else await super().put_effect(key, result, run_id, holder)
 
 
 def _model_text(rng: random.Random) -> str:

@@ -98,10 +98,10 @@ class CrashingStore(MemoryStore):
                     await write()
                 self.at = None
                 raise Crash(f"{what} #{self.count}")
-        await write()
+        return await write()
 
-    async def save_run(self, run):
-        await self._maybe_crash("save_run", lambda: MemoryStore.save_run(self, run))
+    async def save_run(self, run, revision=None, holder=None):
+        return await self._maybe_crash("save_run", lambda: MemoryStore.save_run(self, run, revision, holder))
 
-    async def put_effect(self, key, result):
-        await self._maybe_crash("put_effect", lambda: MemoryStore.put_effect(self, key, result))
+    async def put_effect(self, key, result, run_id=None, holder=None):
+        return await self._maybe_crash("put_effect", lambda: MemoryStore.put_effect(self, key, result, run_id, holder))

@@ -53,13 +53,15 @@ class CrashingStore(MemoryStore):
             self.what = None
             raise Crash(f"{what} #{self.at}")
 
-    async def save_run(self, run):
-        await MemoryStore.save_run(self, run)
+    async def save_run(self, run, revision=None, holder=None):
+        written = await MemoryStore.save_run(self, run, revision, holder)
         await self._after("save_run")
+        return written
 
-    async def put_effect(self, key, result):
-        await MemoryStore.put_effect(self, key, result)
+    async def put_effect(self, key, result, run_id=None, holder=None):
+        written = await MemoryStore.put_effect(self, key, result, run_id, holder)
         await self._after("put_effect")
+        return written
 
     async def put_state(self, agent, state):
         await MemoryStore.put_state(self, agent, state)

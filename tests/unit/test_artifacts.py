@@ -169,11 +169,11 @@ class CrashingStore(MemoryStore):
         super().__init__()
         self.armed = True
 
-    async def put_effect(self, key, result):
+    async def put_effect(self, key, result, run_id=None, holder=None):
         if self.armed:
             self.armed = False
             raise Crash("before put_effect")
-        await MemoryStore.put_effect(self, key, result)
+        return await MemoryStore.put_effect(self, key, result, run_id, holder)
 
 
 async def test_a_checkpoint_holds_the_id_never_the_bytes():

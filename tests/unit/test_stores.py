@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from helpers import collect
 
 from aerix.stores import MemoryStore, Store
 from aerix.stores.contract import CHECKS, verify_store
@@ -40,8 +41,8 @@ async def test_sqlite_runs_outlive_the_connection(tmp_path):
 
 async def test_verify_store_names_the_check_a_broken_store_fails():
     class Forgetful(MemoryStore):
-        async def put_effect(self, key, result):
-            pass
+        async def put_effect(self, key, result, run_id=None, holder=None):
+            return True
 
     with pytest.raises(AssertionError, match="check_effects_are_kept_by_key"):
         await verify_store(Forgetful)
@@ -65,3 +66,93 @@ def test_an_agent_names_what_a_store_lacks():
     for name in ("acquire_lease", "get_state", "put_artifact"):
         assert name in e.value.message
     assert "create_run" not in e.value.message
+
+
+# -- a row that does not decode hides no other run --------------------------------------------
+
+
+async def test_an_unreadable_sqlite_row_is_listed_corrupt_and_hides_no_other(tmp_path):
+    import sqlite3
+
+    from aerix import AerixError, Agent
+    from aerix.testing import ScriptedModel
+
+    path = str(tmp_path / "runs.sqlite3")
+    store = SQLiteStore(path)
+    now = [1.0]
+    agent = Agent(model=ScriptedModel(['{"thought": "t", "final": "ok"}']), store=store, clock=lambda: now[0])
+    await agent.start("first", run_id="r1")
+    raw = sqlite3.connect(path, isolation_level=None)
+    raw.execute("insert into runs (id, created_at, data) values ('bad', 2.0, '{\"id\": \"bad\", \"prompt\": ')")  # cut short
+    raw.execute("insert into runs (id, created_at, data) values ('list', 2.5, '[1, 2]')")
+    raw.close()
+    now[0] = 3.0
+    await agent.start("third", run_id="r3")
+    runs = await agent.runs()
+    assert [(r.id, r.status) for r in runs] == [("r1", "queued"), ("bad", "corrupt"), ("list", "corrupt"), ("r3", "queued")]
+    assert "not JSON" in runs[1].error and "list" in runs[2].error
+    assert [r.id for r in await agent.recover()] == ["r1", "r3"]
+    with pytest.raises(AerixError) as e:
+        await agent.get_run("bad")
+    assert e.value.kind == "store" and "'bad' is corrupt" in e.value.message
+    with pytest.raises(AerixError) as e:
+        await agent.start("again", run_id="bad")
+    assert e.value.kind == "store"
+    assert [e.type for e in await collect(agent.resume("r3"))][-1] == "final"
+    store.close()
+
+
+async def test_a_sqlite_file_made_before_revisions_gains_them_and_keeps_its_runs(tmp_path):
+    import sqlite3
+
+    from aerix import Agent
+    from aerix.testing import ScriptedModel
+
+    path = str(tmp_path / "old.sqlite3")
+    old = sqlite3.connect(path, isolation_level=None)
+    old.executescript(
+        "create table runs (id text primary key, idempotency_key text unique, created_at real not null, data text not null);"
+        "create table effects (key text primary key, result text not null);"
+        "create table leases (name text primary key, holder text not null, expires_at real not null);"
+        """insert into runs values ('r1', null, 1.0, '{"id": "r1", "prompt": "p", "status": "queued", "created_at": 1.0}');"""
+    )
+    old.close()
+    store = SQLiteStore(path)
+    agent = Agent(model=ScriptedModel(['{"thought": "t", "final": "ok"}']), store=store)
+    assert (await collect(agent.resume("r1")))[-1].text == "ok"
+    record = await store.get_run("r1")
+    assert record["status"] == "completed" and record["revision"] >= 2
+    assert await store.save_run({**record, "revision": 1}, 0, None) is False, "the stale revision is refused"
+    store.close()
+
+
+# -- the contract catches stores that would let a stale copy win -----------------------------
+
+
+async def test_the_contract_catches_a_store_whose_compare_and_set_is_not_atomic():
+    import asyncio
+
+    class Racy(MemoryStore):
+        async def save_run(self, run, revision=None, holder=None):
+            stored = (self._runs.get(run["id"]) or {}).get("revision", 0)
+            await asyncio.sleep(0)  # another save checks in between
+            if revision is not None and stored != revision:
+                return False
+            self._runs[run["id"]] = dict(run)
+            return True
+
+    with pytest.raises(AssertionError, match="check_of_racing_saves_of_one_revision_exactly_one_wins"):
+        await verify_store(Racy)
+
+
+@pytest.mark.parametrize("ignores", ["revision", "holder", "effect holder"])
+async def test_the_contract_catches_a_store_that_ignores_a_check(ignores):
+    class Careless(MemoryStore):
+        async def save_run(self, run, revision=None, holder=None):
+            return await MemoryStore.save_run(self, run, None if ignores == "revision" else revision, None if ignores == "holder" else holder)
+
+        async def put_effect(self, key, result, run_id=None, holder=None):
+            return await MemoryStore.put_effect(self, key, result, None if ignores == "effect holder" else run_id, holder)
+
+    with pytest.raises(AssertionError):
+        await verify_store(Careless)

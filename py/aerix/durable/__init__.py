@@ -6,10 +6,16 @@ The package: ``record.py`` (the record), ``book.py`` (what the loop writes), ``l
 (what ``Agent`` delegates). A run record is plain JSON data (it crosses into IndexedDB unchanged):
 
     version      the record format, 1; a record of another version, or one that does not read
-                 as a record, is listed with status ``corrupt`` (and ``error`` saying why)
+                 as a record (or that the store could not decode: ``{"id", "corrupt"}``), is
+                 listed with status ``corrupt`` (and ``error`` saying why)
+    revision     how many times it was saved (a record without one: 0); a save is refused unless
+                 the store still holds the revision it was read at (``book.save_record``)
+    agent        the name of the Agent that started it (None in records from before): another
+                 Agent name may not resume or answer it
     id, status, prompt, idempotency_key, created_at, updated_at,
     invoker      who started the run (``Invoker.to_dict()``), or None; an invoker's idempotency
-                 keys are kept as ``<kind>:<id>/<key>``, so another invoker's same key is another run
+                 keys are kept as ``<kind>:<id>/<key>`` (``lifecycle.scoped_key``), so another
+                 invoker's same key is another run
     concurrency_key, source   as given to ``start``/``run`` (or None)
     conversation_id   the kept conversation the run continues (``Agent(conversation_id=...)``), or None
     checkpoint   {messages, calls_made, taint, measured, generations, refused_in_row, tokens,

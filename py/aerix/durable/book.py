@@ -1,6 +1,12 @@
 """The book the loop keeps of a durable run: checkpoints, the stop, approvals, effects.
 
 Every store call goes through :func:`use_store`, so a failing store is ``AerixError(kind="store")``.
+Every write is fenced by the executor's lease and every save is a compare-and-set on the record's
+revision (:func:`save_record`): a write the store refuses means another executor has the run now,
+so this one stops (``end error``, "the lease of run ... was lost") and writes nothing more of it.
+Before an effect tool runs, the lease is renewed and the record's revision read again
+(:meth:`Durable._still_ours`), so an executor whose lease lapsed while its event loop was blocked
+does not apply an effect that the executor which took the run over applies too.
 """
 
 from __future__ import annotations
@@ -19,7 +25,7 @@ from ..stores import Store
 from ..tools import Decision, Tool, ToolContext, WaitingForApproval, run_tool
 from .record import RunRecord, status_of_ending
 
-__all__ = ["Durable", "default_effect_key", "use_store"]
+__all__ = ["Durable", "default_effect_key", "save_record", "use_store"]
 
 
 class Durable:
@@ -38,11 +44,21 @@ class Durable:
     def lease_lost(self) -> bool:
         return self.lease is not None and bool(self.lease.lost)
 
+    @property
+    def holder(self) -> str | None:
+        return None if self.lease is None else str(self.lease.holder)
+
+    def _lost(self) -> AerixError:
+        if self.lease is not None:
+            self.lease.lost = True  # nothing more of this run is written from here
+        return AerixError("store", f"store failed: the lease of run {self.run_id} was lost to another executor; this one stops")
+
     async def _save(self) -> None:
         if self.lease_lost:  # another executor took the run over: write nothing more of it
-            raise AerixError("store", f"store failed: the lease of run {self.run_id} was lost to another executor; this one stops")
+            raise self._lost()
         self.record.updated_at = self.clock()
-        await use_store("save_run", lambda: self.store.save_run(self.record.to_dict()))
+        if not await save_record(self.store, self.record, self.holder):
+            raise self._lost()
 
     async def checkpoint(self, conversation: Conversation, state: LoopState) -> None:
         self.record.status = "running"
@@ -65,8 +81,10 @@ class Durable:
         try:
             self.record.ending, self.record.status = ending, status_of_ending(ending)
             await self._save()
-        except AerixError:
+        except AerixError as e:
             self.record.ending, self.record.status = None, "running"
+            if self.lease_lost:  # another executor has the run: the ending it records is the run's
+                return End("error", e.message)
         return stop
 
     async def interrupted(self) -> None:
@@ -126,20 +144,43 @@ class Durable:
         if isinstance(prior, tuple):
             return prior
         if prior is not None:
-            await use_store("put_effect", lambda: self.store.put_effect(key, prior))
+            await self.record_effect(key, prior)
             return prior, False
+        if not await self._still_ours():
+            raise self._lost()  # taken over while this executor was blocked: the new one applies it
         text, error = await run_tool(tool, checked, ctx)
         if not error:
-            await use_store("put_effect", lambda: self.store.put_effect(key, text))
+            await self.record_effect(key, text)
         return text, error
 
+    async def _still_ours(self) -> bool:
+        """Before an effect: the lease renewed now and the record as this executor last wrote it.
+        The keeper cannot renew while a sync tool blocks the event loop; a lease that lapsed
+        meanwhile may have been taken over, used and given back (so renewing it succeeds): the
+        revision tells."""
+        if self.lease is None:
+            return True
+        if not await self.lease.confirm():
+            return False
+        data = await use_store("get_run", lambda: self.store.get_run(self.record.id), (dict, type(None)))
+        return data is not None and data.get("revision", 0) == self.record.revision
+
     async def recorded_effect(self, key: str) -> str | None:
-        """The result recorded under ``key`` (an effect tool's, or ``"sent"`` for an emit), or ``None``."""
+        """The result recorded under ``key`` (an emit's ``"sent"``), or ``None``: then the caller
+        applies it, so this executor must still hold the run (else ``AerixError(kind="store")``)."""
         recorded: str | None = await use_store("get_effect", lambda: self.store.get_effect(key), (str, type(None)))
+        if recorded is None and not await self._still_ours():
+            raise self._lost()
         return recorded
 
     async def record_effect(self, key: str, result: str) -> None:
-        await use_store("put_effect", lambda: self.store.put_effect(key, result))
+        """Record an effect's result, fenced by this executor's lease: refused once another
+        executor holds the run, which then stops this one."""
+        if self.lease_lost:
+            raise self._lost()
+        written = await use_store("put_effect", lambda: self.store.put_effect(key, result, self.run_id, self.holder))
+        if written is not True:
+            raise _refused(written, "put_effect") if written is not False else self._lost()
 
     async def _already_applied(self, tool: Tool, key: str, input: dict[str, Any]) -> str | tuple[str, bool] | None:
         """``tool.already_applied``'s answer: the result text if it was applied (``True`` or a
@@ -160,6 +201,33 @@ class Durable:
 def default_effect_key(run_id: str | None, call_id: str, tool: str, input: Any) -> str:
     digest = hashlib.sha256(json.dumps(input, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
     return f"{run_id}:{call_id}:{tool}:{digest}"
+
+
+async def save_record(store: Store, record: RunRecord, holder: str | None) -> bool:
+    """Save ``record`` as its next revision, if the store still has the revision it was read at
+    and ``holder`` holds its lease; whether it was written. A refused save leaves ``record`` as
+    it was read; an answer that is not a bool (a store written before revisions) is
+    ``AerixError(kind="store")``."""
+    read_at = record.revision
+    record.revision = read_at + 1
+    try:
+        written = await use_store("save_run", lambda: store.save_run(record.to_dict(), read_at, holder))
+    except BaseException:
+        record.revision = read_at
+        raise
+    if written is not True:
+        record.revision = read_at
+        if written is not False:
+            raise _refused(written, "save_run")
+    return written is True
+
+
+def _refused(answer: Any, what: str) -> AerixError:
+    return AerixError(
+        "store",
+        f"store failed: {what} answered {answer!r}, not whether it wrote: a store written before revisions "
+        "(see aerix.stores.Store) could replace a newer run record with a stale copy",
+    )
 
 
 async def use_store(what: str, call: Callable[[], Any], returns: type | tuple[type, ...] | None = None) -> Any:

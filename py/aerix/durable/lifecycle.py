@@ -1,12 +1,19 @@
 """The durable lifecycle: start, resume, approve, recover and interrupt, for one Agent.
 
 One executor per run: every execution holds the run's lease in the store (``run:<id>``, and
-``key:<k>`` for a ``concurrency_key``), taken atomically before anything of the run runs,
-renewed every ``lease_s / 3`` seconds while it runs, and given back when it stops (ended,
-waiting, interrupted). A second executor of a live run is refused ``busy``; a lease whose holder
-died expires after ``lease_s`` (in the page, a closed tab frees it at once: the IndexedDB store
-also holds a Web Lock). ``recover`` marks ``interrupted`` only the running runs whose lease is
-not live.
+``key:<k>`` for a ``concurrency_key``), taken atomically before the run is even read (so what it
+reads no one else writes), renewed every ``lease_s / 3`` seconds while it runs and before each
+effect tool, and given back when it stops (ended, waiting, interrupted). A second executor of a
+live run is refused ``busy``; a lease whose holder died expires after ``lease_s`` (in the page, a
+closed tab frees it at once: the IndexedDB store also holds a Web Lock). Every write is fenced by
+the lease and every save is a compare-and-set on the record's revision (``book.save_record``): an
+executor that lost its lease writes nothing more. ``recover`` takes the lease of each run listed
+``running``, reads it again under it and marks it ``interrupted`` only if it is still running; a
+run whose lease is live is left alone.
+
+A run keeps the name of the Agent that started it (``RunRecord.agent``): an Agent of another name
+is refused (``options``) when it resumes or answers it, and ``recover`` offers it only its own.
+Idempotency keys are scoped to their invoker (:func:`scoped_key`).
 """
 
 from __future__ import annotations
@@ -23,32 +30,41 @@ from ..loop import Loop
 from ..state import Conversation, LoopState
 from ..stores import Store
 from ..trust import Invoker
-from .book import Durable, use_store
+from .book import Durable, save_record, use_store
 from .record import RunRecord
 
 if TYPE_CHECKING:
     from ..agent import Agent
 
-__all__ = ["Lease", "Runs"]
+__all__ = ["Lease", "Runs", "scoped_key"]
 
 
 class Lease:
     """One execution's hold on a run's names in the store, kept alive while it runs."""
 
-    def __init__(self, store: Store, names: list[str], holder: str, clock: Any, seconds: float) -> None:
-        self.store, self.names, self.holder, self.clock, self.seconds = store, names, holder, clock, seconds
+    def __init__(self, store: Store, holder: str, clock: Any, seconds: float) -> None:
+        self.store, self.holder, self.clock, self.seconds = store, holder, clock, seconds
         self.lost = False
         self._taken: list[str] = []
         self._keeper: asyncio.Task[None] | None = None
 
-    async def take(self) -> str | None:
-        """Take every name, or none: the name held elsewhere, or ``None`` when all are ours."""
-        for name in self.names:
-            if not await self._acquire(name):
+    async def take(self, names: list[str]) -> str | None:
+        """Take each name not held yet, or give every name back: the name held elsewhere, or
+        ``None`` when all are ours."""
+        for name in names:
+            if name in self._taken:
+                continue
+            try:
+                got = await self._acquire(name)
+            except BaseException:
+                await self.give_back()
+                raise
+            if not got:
                 await self.give_back()
                 return name
             self._taken.append(name)
-        self._keeper = asyncio.ensure_future(self._keep())
+        if self._keeper is None:
+            self._keeper = asyncio.ensure_future(self._keep())
         return None
 
     async def _acquire(self, name: str) -> bool:
@@ -64,6 +80,13 @@ class Lease:
             except AerixError:
                 continue  # the store stumbled: try again before the lease runs out
             self.lost = not all(renewed)
+
+    async def confirm(self) -> bool:
+        """Renew every name now (before an effect: the keeper cannot renew while a sync tool
+        blocks the event loop); whether they are all still ours."""
+        if not self.lost:
+            self.lost = not all([await self._acquire(name) for name in self._taken])
+        return not self.lost
 
     async def give_back(self) -> None:
         if self._keeper is not None:
@@ -92,17 +115,20 @@ class Runs:
     async def start(
         self, prompt: str, run_id: str | None, idempotency_key: str | None, invoker: Invoker | None, concurrency_key: str | None = None, source: str | None = None
     ) -> RunRecord:
+        _check_name("run_id", run_id)
+        _check_name("idempotency_key", idempotency_key)
         now = self.agent.clock()
-        key = idempotency_key if invoker is None or idempotency_key is None else f"{invoker.kind}:{invoker.id}/{idempotency_key}"
+        key = scoped_key(invoker, idempotency_key)
         snapshot = None if invoker is None else invoker.to_dict()
         kept = None if self.agent._kept is None else self.agent._kept.id
-        record = RunRecord(run_id or uuid.uuid4().hex, prompt, "queued", key, now, now, invoker=snapshot, concurrency_key=concurrency_key, source=source, conversation_id=kept)
+        record = RunRecord(
+            run_id or uuid.uuid4().hex, prompt, "queued", key, now, now, invoker=snapshot, concurrency_key=concurrency_key, source=source, conversation_id=kept, agent=self.agent.name
+        )
         found = RunRecord.from_dict(await use_store("create_run", lambda: self.store.create_run(record.to_dict()), dict))
-        named = f"idempotency key {idempotency_key!r}" if key is not None and found.idempotency_key == key else f"run id {found.id!r}"
-        if found.prompt != prompt:  # a key names one request: another prompt is another run
-            raise AerixError("options", f"{named} belongs to run {found.id}, started with the prompt {found.prompt!r}, not {prompt!r}")
-        if (found.invoker or {}).get("id") != (snapshot or {}).get("id"):
-            raise AerixError("options", f"{named} belongs to run {found.id}, started by another invoker")
+        if found.prompt != prompt or _who(found.invoker) != _who(snapshot) or not self.mine(found):
+            # a key or an id names one request; the run found may be another invoker's: say nothing of it
+            named = f"idempotency key {idempotency_key!r} was used" if key is not None and found.idempotency_key == key else f"run id {found.id!r} is taken"
+            raise AerixError("options", f"{named} by another request (another prompt, invoker or agent): choose another")
         return found
 
     async def start_and_resume(
@@ -134,29 +160,32 @@ class Runs:
     async def resume(
         self, run_id: str, signal: Any, just_started: bool = False, lease: Lease | None = None, record: RunRecord | None = None
     ) -> AsyncGenerator[Event, None]:
-        """Take the run's lease, restore the run from its checkpoint (or start it from the
-        agent's conversation) and drive the loop; a run already ended yields its ending again. A
-        run that ``run()`` has just started and cannot read back ends ``error``: ``run()`` never
-        raises once it began. A run executing elsewhere is ``AerixError(kind="busy")``. ``lease``
-        and ``record``: already taken and read (by ``approve``), so not again."""
+        """Take the run's lease, then read the run under it (a record read before could be stale),
+        restore the run from its checkpoint (or start it from the agent's conversation) and drive
+        the loop; a run already ended yields its ending again. A run that ``run()`` has just
+        started and cannot read back ends ``error``: ``run()`` never raises once it began. A run
+        executing elsewhere is ``AerixError(kind="busy")``, a run of an Agent of another name
+        ``options``. ``lease`` and ``record``: already taken and read (by ``approve``), so not again."""
         agent = self.agent
         await agent._claim()
         run: Durable | None = None
         try:
             try:
+                lease = lease or await self.take_run(run_id)
                 record = record or await self.load(run_id)
             except AerixError as e:
-                if not just_started:
+                if not just_started or e.kind == "busy":
                     raise
                 lost = e.message if e.kind == "store" else f"store failed: the run {run_id} it had just created is not in it"
                 yield End("error", lost)
                 return
+            self.check_agent(record)
             if record.ended:
                 assert record.ending is not None
                 yield event_from_dict(record.ending)
                 return
             _check_resumable(record, agent.system)
-            lease = lease or await self.lease(record)
+            await self.take_key(lease, record)
             run = self.current = Durable(self.store, record, agent.clock, lease)
             checkpoint = record.checkpoint  # None: queued, it starts from this agent's conversation
             try:
@@ -202,22 +231,36 @@ class Runs:
         conversation.add("user", record.prompt)
         return conversation
 
-    async def lease(self, record: RunRecord) -> Lease:
-        """Take the run's lease (and its concurrency key's), or refuse ``busy`` naming the run."""
-        names = [f"run:{record.id}"] + ([f"key:{record.concurrency_key}"] if record.concurrency_key else [])
-        lease = Lease(self.store, names, self.holder, self.agent.clock, self.lease_s)
-        held = await lease.take()
-        if held is not None:
-            what = "it is executing elsewhere" if held.startswith("run:") else f"another run of concurrency key {record.concurrency_key!r} is executing"
-            raise AerixError("busy", f"run {record.id} cannot execute now: {what} (its lease is live)")
+    async def take_run(self, run_id: str) -> Lease:
+        """Take the run's lease (``run:<id>``), or refuse ``busy``: it is executing elsewhere."""
+        _check_name("run_id", run_id)
+        lease = Lease(self.store, self.holder, self.agent.clock, self.lease_s)
+        if await lease.take([f"run:{run_id}"]) is not None:
+            raise AerixError("busy", f"run {run_id} cannot execute now: it is executing elsewhere (its lease is live)")
         return lease
+
+    async def take_key(self, lease: Lease, record: RunRecord) -> None:
+        """Add the lease of the run's concurrency key, or give every name back and refuse ``busy``."""
+        if record.concurrency_key and await lease.take([f"key:{record.concurrency_key}"]) is not None:
+            raise AerixError("busy", f"run {record.id} cannot execute now: another run of concurrency key {record.concurrency_key!r} is executing (its lease is live)")
+
+    def mine(self, record: RunRecord) -> bool:
+        """Whether this Agent may execute the run: started by an Agent of its name (or recorded
+        before runs kept their agent's name)."""
+        return record.agent is None or record.agent == self.agent.name
+
+    def check_agent(self, record: RunRecord) -> None:
+        if not self.mine(record):
+            raise AerixError("options", f"run {record.id} was started by the agent {record.agent!r}; resume it with that agent, not {self.agent.name!r}")
 
     async def answer_and_resume(
         self, run_id: str, approval_id: str, approved: bool, reason: str | None, signal: Any, approver: Invoker | None
     ) -> AsyncGenerator[Event, None]:
-        lease = await self.lease(await self.load(run_id))  # one answer: whoever holds the run records it
+        lease = await self.take_run(run_id)  # one answer: whoever holds the run reads and records it
         try:
             record = await self.load(run_id)
+            self.check_agent(record)
+            await self.take_key(lease, record)
             approval = record.approvals.get(approval_id)
             if approval is None:
                 raise AerixError("options", f"run {run_id} has no approval {approval_id!r}")
@@ -229,7 +272,8 @@ class Runs:
             who = None if approver is None else approver.to_dict()
             approval["decision"] = {"approved": approved, "reason": reason, "approver": who, "answered_at": now}
             record.updated_at = now
-            await use_store("save_run", lambda: self.store.save_run(record.to_dict()))
+            if not await save_record(self.store, record, lease.holder):
+                raise AerixError("store", f"store failed: run {run_id} was written by another executor while the answer was recorded; answer again")
         except BaseException:
             await lease.give_back()
             raise
@@ -259,26 +303,76 @@ class Runs:
         return out
 
     async def recover(self) -> list[RunRecord]:
+        """This agent's runs that can be resumed; a run left ``running`` by an executor that went
+        away is marked ``interrupted`` first (:meth:`interrupt_if_dead`)."""
         out = []
         for record in await self.all():
-            if record.status == "running" and not await self.executing(record.id):
-                record.status = "interrupted"
-                record.updated_at = self.agent.clock()
-                await use_store("save_run", lambda: self.store.save_run(record.to_dict()))
+            if not self.mine(record):
+                continue
+            if record.status == "running":
+                found = await self.interrupt_if_dead(record.id)
+                if found is None:
+                    continue
+                record = found
             if record.status in ("queued", "interrupted", "waiting"):
                 out.append(record)
         return out
 
-    async def executing(self, run_id: str) -> bool:
-        """Whether the run is executing now, here or elsewhere (its lease is live)."""
+    async def interrupt_if_dead(self, run_id: str) -> RunRecord | None:
+        """The run, marked ``interrupted`` if it was ``running`` and nobody executes it: its lease
+        is taken here and the record read again under it, so a run that ended (or moved on) after
+        it was listed is never set back; ``None`` if it is executing (here or elsewhere) or no
+        longer reads."""
         if self.current is not None and self.current.run_id == run_id:
-            return True
-        lease = await use_store("get_lease", lambda: self.store.get_lease(f"run:{run_id}"), (dict, type(None)))
-        return lease is not None and lease.get("expires_at", 0) > self.agent.clock()
+            return None
+        lease = Lease(self.store, self.holder, self.agent.clock, self.lease_s)
+        if await lease.take([f"run:{run_id}"]) is not None:
+            return None  # its lease is live: it is executing elsewhere
+        try:
+            data = await use_store("get_run", lambda: self.store.get_run(run_id), (dict, type(None)))
+            try:
+                record = RunRecord.from_dict(data) if data is not None else None
+            except AerixError:
+                return None  # damaged since it was listed: runs() lists it corrupt
+            if record is not None and record.status == "running":
+                record.status, record.updated_at = "interrupted", self.agent.clock()
+                if not await save_record(self.store, record, lease.holder):
+                    return None  # written meanwhile by a writer without the lease: leave it to them
+            return record
+        finally:
+            await lease.give_back()
 
     async def interrupt(self) -> None:
         if self.current is not None:
             await self.current.interrupted()
+
+
+def scoped_key(invoker: Invoker | None, key: str | None) -> str | None:
+    """An idempotency key as the store keeps it, scoped to its invoker so that no two (invoker,
+    key) pairs share one: an invoker's is ``<kind>:<id>/<key>``, with ``%``, ``:`` and ``/`` in the
+    kind and the id written ``%25``, ``%3A`` and ``%2F``; a key given without an invoker is kept
+    as it is, unless it could read as an invoker's (a ``/`` with a ``:`` or a lone ``-`` before
+    it): that one is kept as ``-/<key>``. Keys stored before the scoping keep their form wherever
+    they could not collide."""
+    if key is None:
+        return None
+    if invoker is not None:
+        return f"{_escape(invoker.kind)}:{_escape(invoker.id)}/{key}"
+    head, slash, _ = key.partition("/")
+    return f"-/{key}" if slash and (":" in head or head == "-") else key
+
+
+def _escape(part: str) -> str:
+    return part.replace("%", "%25").replace(":", "%3A").replace("/", "%2F")
+
+
+def _who(invoker: dict[str, Any] | None) -> tuple[Any, Any] | None:
+    return None if invoker is None else (invoker.get("kind"), invoker.get("id"))
+
+
+def _check_name(what: str, value: Any) -> None:
+    if value is not None and (not isinstance(value, str) or not value):
+        raise AerixError("options", f"{what} must be a non-empty string or None, got {value!r}")
 
 
 def _check_resumable(record: RunRecord, system: str) -> None:

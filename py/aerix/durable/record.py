@@ -35,6 +35,8 @@ class RunRecord:
     concurrency_key: str | None = None
     source: str | None = None  # the channel the request came in on
     conversation_id: str | None = None  # the kept conversation the run continues (conversations.py)
+    agent: str | None = None  # the name of the Agent that started it; None: a record from before names
+    revision: int = 0  # bumped by every save: a save from an older revision is refused (stores/__init__.py)
     error: str | None = None  # why a ``corrupt`` record could not be read
 
     def to_dict(self) -> dict[str, Any]:
@@ -54,6 +56,8 @@ class RunRecord:
                 "concurrency_key": self.concurrency_key,
                 "source": self.source,
                 "conversation_id": self.conversation_id,
+                "agent": self.agent,
+                "revision": self.revision,
             }
         )
 
@@ -80,6 +84,8 @@ class RunRecord:
             concurrency_key=data.get("concurrency_key"),
             source=data.get("source"),
             conversation_id=data.get("conversation_id"),
+            agent=data.get("agent"),
+            revision=data.get("revision", 0),
         )
 
     @property
@@ -103,14 +109,19 @@ def _unreadable(data: Any) -> str | None:
     """Why ``data`` is not a run record this code can read, or ``None``."""
     if not isinstance(data, dict):
         return f"a record is an object, not {type(data).__name__}"
+    if "corrupt" in data:  # the store could not decode it (stores/__init__.py)
+        return str(data["corrupt"])
     if data.get("version", VERSION) != VERSION:
         return f"version {data.get('version')!r} (this aerix reads version {VERSION})"
-    kinds: dict[str, type | tuple[type, ...]] = {"id": str, "prompt": str, "status": str, "checkpoint": (dict, type(None)), "ending": (dict, type(None)), "approvals": (dict, type(None)), "invoker": (dict, type(None)), "concurrency_key": (str, type(None)), "source": (str, type(None)), "conversation_id": (str, type(None))}
+    kinds: dict[str, type | tuple[type, ...]] = {"id": str, "prompt": str, "status": str, "checkpoint": (dict, type(None)), "ending": (dict, type(None)), "approvals": (dict, type(None)), "invoker": (dict, type(None)), "concurrency_key": (str, type(None)), "source": (str, type(None)), "conversation_id": (str, type(None)), "agent": (str, type(None))}
     for key, kind in kinds.items():
         if key in data and not isinstance(data[key], kind):
             return f"{key!r} is {type(data[key]).__name__}"
     if not isinstance(data.get("id"), str) or not isinstance(data.get("prompt"), str):
         return "it needs an 'id' and a 'prompt' string"
+    revision = data.get("revision", 0)
+    if not isinstance(revision, int) or isinstance(revision, bool) or revision < 0:
+        return f"its revision {_short(revision)} is not a count"
     if data.get("status", "queued") not in _STATUSES:
         return f"unknown status {data.get('status')!r}"
     checkpoint, ending = data.get("checkpoint"), data.get("ending")

@@ -4,10 +4,10 @@ leases that let one executor at a time run a run.
     class Store(Protocol):
         async def create_run(self, run: dict) -> dict      # or the existing run with its idempotency key
         async def get_run(self, run_id: str) -> dict | None
-        async def save_run(self, run: dict) -> None         # replace the record with this id
+        async def save_run(self, run: dict, revision: int | None = None, holder: str | None = None) -> bool
         async def list_runs(self) -> list[dict]             # oldest first
         async def get_effect(self, key: str) -> str | None
-        async def put_effect(self, key: str, result: str) -> None
+        async def put_effect(self, key: str, result: str, run_id: str | None = None, holder: str | None = None) -> bool
         async def acquire_lease(self, name: str, holder: str, expires_at: float, now: float) -> bool
         async def release_lease(self, name: str, holder: str) -> None
         async def get_lease(self, name: str) -> dict | None  # {"name", "holder", "expires_at"}
@@ -16,6 +16,32 @@ leases that let one executor at a time run a run.
         async def list_artifacts(self, run_id: str) -> list[dict]  # a run's, in put order
         async def get_state(self, agent: str) -> dict | None  # an agent's state, by agent name
         async def put_state(self, agent: str, state: dict) -> None  # replace it whole
+
+Records. A run record is a JSON object with an ``id``; the store keeps it as given, never
+reads into it, and lists every record, whatever it holds. A record the store cannot decode
+(text that is not JSON, a damaged row) is listed and returned as ``{"id": <its id>, "corrupt":
+<why>}``, never an exception: one bad record must not hide the others.
+
+Writes that cannot go stale. A record carries ``revision`` (a record without one is at revision
+0, and so is a record the store lacks); aerix reads a record at some revision and saves it as
+``revision + 1``. ``save_run(run, revision, holder)`` replaces the record ``run["id"]`` with
+``run`` and returns ``True`` only if, at the moment of the write,
+
+- the stored record is still at ``revision`` (compare-and-set: a save from a stale copy, read
+  before another executor or ``recover`` wrote the run, is refused), and
+- ``holder`` holds the lease ``run:<id>``: the lease record names ``holder``, expired or not
+  (fencing: once another executor took the lease over, or it was released, the old holder's
+  writes are refused).
+
+Otherwise it writes nothing and returns ``False``. Both checks and the write are one atomic step
+(as ``acquire_lease`` is); ``None`` skips a check (``save_run(run)`` replaces the record
+unconditionally: for tools and tests, never used by a run). ``put_effect(key, result, run_id,
+holder)`` is fenced the same way by the lease ``run:<run_id>`` and returns whether it wrote.
+
+A store written before revisions (``save_run(run)``, ``put_effect(key, result)`` answering
+``None``) is refused when an ``Agent`` is made, naming what to change (:func:`check_store`); one
+whose methods cannot be inspected is caught at its first write (a save answered ``None``). See
+docs/durable.md, "Stores written before revisions".
 
 Leases. ``acquire_lease`` gives the lease ``name`` to ``holder`` until ``expires_at`` when it is
 free: nobody holds it, its holder's lease has expired (``expires_at <= now``), or ``holder``
@@ -47,19 +73,22 @@ passes :mod:`aerix.stores.contract`, which you can run on a store of your own.
 from __future__ import annotations
 
 import copy
+import inspect
 from typing import Any, Protocol, runtime_checkable
 
-__all__ = ["STORE_METHODS", "MemoryStore", "Store"]
+from ..errors import AerixError
+
+__all__ = ["STORE_METHODS", "MemoryStore", "Store", "check_store"]
 
 
 @runtime_checkable
 class Store(Protocol):
     async def create_run(self, run: dict[str, Any]) -> dict[str, Any]: ...
     async def get_run(self, run_id: str) -> dict[str, Any] | None: ...
-    async def save_run(self, run: dict[str, Any]) -> None: ...
+    async def save_run(self, run: dict[str, Any], revision: int | None = None, holder: str | None = None) -> bool: ...
     async def list_runs(self) -> list[dict[str, Any]]: ...
     async def get_effect(self, key: str) -> str | None: ...
-    async def put_effect(self, key: str, result: str) -> None: ...
+    async def put_effect(self, key: str, result: str, run_id: str | None = None, holder: str | None = None) -> bool: ...
     async def acquire_lease(self, name: str, holder: str, expires_at: float, now: float) -> bool: ...
     async def release_lease(self, name: str, holder: str) -> None: ...
     async def get_lease(self, name: str) -> dict[str, Any] | None: ...
@@ -72,6 +101,37 @@ class Store(Protocol):
 
 STORE_METHODS: tuple[str, ...] = tuple(name for name, value in vars(Store).items() if not name.startswith("_") and callable(value))
 """The names of the protocol's methods, for a clear error naming what a store lacks."""
+
+# The writes that gained a compare-and-set and a fence, and the arguments they take now.
+_FENCED: dict[str, tuple[Any, ...]] = {"save_run": ({"id": "r"}, 0, "holder"), "put_effect": ("key", "result", "r", "holder")}
+
+
+def check_store(store: Any) -> None:
+    """``AerixError(kind="options")`` naming what ``store`` lacks: a method of the protocol, or
+    the revision and holder arguments of ``save_run`` and ``put_effect`` (a store written
+    before revisions, whose saves could replace a newer record with a stale copy)."""
+    missing = [m for m in STORE_METHODS if not callable(getattr(store, m, None))]
+    if missing:
+        raise AerixError("options", f"store lacks {missing}: see aerix.stores.Store")
+    old = [m for m, args in _FENCED.items() if not _takes(getattr(store, m), args)]
+    if old:
+        raise AerixError(
+            "options",
+            f"store's {' and '.join(old)} take no revision and holder: a store written before revisions could "
+            "replace a newer run record with a stale copy; see aerix.stores.Store and docs/durable.md",
+        )
+
+
+def _takes(method: Any, args: tuple[Any, ...]) -> bool:
+    try:
+        signature = inspect.signature(method)
+    except (TypeError, ValueError):
+        return True  # not inspectable (a JS function, a C method): its first answer tells
+    try:
+        signature.bind(*args)
+    except TypeError:
+        return False
+    return True
 
 
 class MemoryStore:
@@ -102,8 +162,14 @@ class MemoryStore:
         run = self._runs.get(run_id)
         return copy.deepcopy(run) if run is not None else None
 
-    async def save_run(self, run: dict[str, Any]) -> None:
+    # Atomic without a lock, as acquire_lease: nothing is awaited between the checks and the write.
+    async def save_run(self, run: dict[str, Any], revision: int | None = None, holder: str | None = None) -> bool:
+        if revision is not None and _revision_of(self._runs.get(run["id"])) != revision:
+            return False
+        if not self._holds(run["id"], holder):
+            return False
         self._runs[run["id"]] = copy.deepcopy(run)
+        return True
 
     async def list_runs(self) -> list[dict[str, Any]]:
         return [copy.deepcopy(r) for r in sorted(self._runs.values(), key=lambda r: (r.get("created_at", 0), r["id"]))]
@@ -111,8 +177,16 @@ class MemoryStore:
     async def get_effect(self, key: str) -> str | None:
         return self._effects.get(key)
 
-    async def put_effect(self, key: str, result: str) -> None:
+    async def put_effect(self, key: str, result: str, run_id: str | None = None, holder: str | None = None) -> bool:
+        if run_id is not None and not self._holds(run_id, holder):
+            return False
         self._effects[key] = result
+        return True
+
+    def _holds(self, run_id: str, holder: str | None) -> bool:
+        """Whether ``holder`` holds the lease of run ``run_id`` (``None``: no fence)."""
+        lease = self._leases.get(f"run:{run_id}")
+        return holder is None or (lease is not None and lease["holder"] == holder)
 
     # Atomic without a lock: nothing is awaited between the check and the write.
     async def acquire_lease(self, name: str, holder: str, expires_at: float, now: float) -> bool:
@@ -147,3 +221,8 @@ class MemoryStore:
 
     async def put_state(self, agent: str, state: dict[str, Any]) -> None:
         self._state[agent] = copy.deepcopy(state)
+
+
+def _revision_of(run: dict[str, Any] | None) -> Any:
+    """A stored record's revision: 0 for none, or for a record written before revisions."""
+    return 0 if run is None else run.get("revision", 0)

@@ -11,7 +11,13 @@
 Each check takes a fresh, empty store and raises ``AssertionError`` when the store breaks the
 contract. Records are JSON: what goes in must come out equal, and later changes to the dict a
 caller holds must not reach the store. Leases are given by the caller's clock (``now``), never
-the store's, so the checks use small made-up times.
+the store's, so the checks use small made-up times. Saves are compare-and-set on the record's
+``revision`` and fenced by the run's lease, as are effect records: a stale save, and a write by a
+holder that no longer holds the lease, must be refused (``False``), racing saves included.
+
+A row the store cannot decode at all (text that is not JSON) cannot be made through the protocol;
+test it with your own medium, as ``tests/unit/test_stores.py`` does for SQLite: it must come back
+as ``{"id": <its id>, "corrupt": <why>}`` and hide no other record.
 """
 
 from __future__ import annotations
@@ -68,7 +74,7 @@ async def check_creating_an_existing_id_keeps_the_stored_run(store: Any) -> None
 async def check_save_replaces_the_whole_record(store: Any) -> None:
     await store.create_run(_run("r1"))
     changed = _run("r1", status="waiting", checkpoint={"step": 2}, approvals={"a": {"id": "a", "decision": None}})
-    await store.save_run(changed)
+    assert await store.save_run(changed) is True, "save_run answers True when it wrote"
     assert await store.get_run("r1") == changed
 
 
@@ -95,6 +101,82 @@ async def check_effects_are_kept_by_key(store: Any) -> None:
     assert await store.get_effect("run:tool:abd") is None
     await store.put_effect("run:tool:abc", "")
     assert await store.get_effect("run:tool:abc") == "", "an empty result is a result, not a missing one"
+
+
+# -- writes that cannot go stale: revisions and fencing --------------------------------------
+
+
+async def check_a_stale_save_is_refused(store: Any) -> None:
+    await store.create_run(_run("r1"))  # no revision: revision 0
+    first = _run("r1", status="running", checkpoint={"step": 1}, revision=1)
+    assert await store.save_run(first, 0, None) is True, "a save at the stored revision (none: 0) writes"
+    stale = _run("r1", status="interrupted", checkpoint={"step": 0}, revision=1)
+    assert await store.save_run(stale, 0, None) is False, "a save from a copy read at an older revision must be refused"
+    assert await store.get_run("r1") == first, "a refused save changes nothing"
+    ended = _run("r1", status="completed", checkpoint={"step": 2}, ending={"type": "final"}, revision=2)
+    assert await store.save_run(ended, 1, None) is True
+    assert await store.save_run(_run("r1", status="running", revision=2), 1, None) is False, "an ended run must not be set back"
+    assert await store.save_run(_run("r1", status="running", revision=9), 8, None) is False, "nor by a revision the store never had"
+    assert await store.get_run("r1") == ended
+    assert await store.save_run(_run("r2", revision=1), 0, None) is True, "a record the store lacks is at revision 0"
+    assert await store.save_run(_run("r3", revision=4), 3, None) is False, "and at no other"
+    assert await store.get_run("r3") is None and [r["id"] for r in await store.list_runs()] == ["r1", "r2"]
+
+
+async def check_of_racing_saves_of_one_revision_exactly_one_wins(store: Any) -> None:
+    await store.create_run(_run("r1"))
+    copies = [_run("r1", status="running", checkpoint={"by": i}, revision=1) for i in range(16)]
+    won = await asyncio.gather(*(store.save_run(c, 0, None) for c in copies))
+    assert list(won).count(True) == 1, f"{list(won).count(True)} of 16 saves of revision 0 were written: compare and write must be one step"
+    assert await store.get_run("r1") == copies[won.index(True)], "the winner's record is kept"
+
+
+async def check_a_save_by_a_holder_without_the_lease_is_refused(store: Any) -> None:
+    await store.create_run(_run("r1"))
+    assert await store.save_run(_run("r1", revision=1), 0, "a") is False, "a holder of no lease may not write"
+    await store.acquire_lease("run:r1", "a", 20.0, 10.0)
+    await store.acquire_lease("run:r2", "b", 20.0, 10.0)
+    assert await store.save_run(_run("r1", status="running", revision=1), 0, "b") is False, "a lease of another run does not fence this one"
+    assert await store.save_run(_run("r1", status="running", revision=1), 0, "a") is True, "the holder writes"
+    await store.acquire_lease("run:r1", "b", 50.0, 30.0)  # a's lease expired and b took it over
+    assert await store.save_run(_run("r1", status="completed", revision=2), 1, "a") is False, "the old holder's write must be refused"
+    assert await store.save_run(_run("r1", status="failed", revision=2), 1, "b") is True
+    await store.release_lease("run:r1", "b")
+    assert await store.save_run(_run("r1", status="running", revision=3), 2, "b") is False, "a released lease fences its old holder too"
+    assert (await store.get_run("r1"))["status"] == "failed"
+    await store.acquire_lease("run:r1", "c", 60.0, 40.0)
+    await store.acquire_lease("run:r1", "c", 60.0, 70.0)  # expired, still c's: nobody took it over
+    assert await store.save_run(_run("r1", status="running", revision=3), 2, "c") is True, "an expired lease nobody took over is still its holder's"
+
+
+async def check_an_effect_put_by_a_holder_without_the_lease_is_refused(store: Any) -> None:
+    assert await store.put_effect("e1", "sent", "r1", "a") is False, "a holder of no lease may not record an effect"
+    assert await store.get_effect("e1") is None
+    await store.acquire_lease("run:r1", "a", 20.0, 10.0)
+    assert await store.put_effect("e1", "sent by a", "r1", "a") is True
+    await store.acquire_lease("run:r1", "b", 50.0, 30.0)
+    assert await store.put_effect("e1", "sent again by a", "r1", "a") is False, "the old holder's effect must be refused"
+    assert await store.put_effect("e2", "x", "r1", "a") is False
+    assert await store.get_effect("e1") == "sent by a" and await store.get_effect("e2") is None
+    assert await store.put_effect("e1", "sent by b", "r1", "b") is True
+    assert await store.put_effect("e3", "free", None, None) is True, "no run and holder: no fence"
+    assert await store.get_effect("e1") == "sent by b" and await store.get_effect("e3") == "free"
+
+
+async def check_a_record_that_does_not_read_hides_no_other(store: Any) -> None:
+    from ..agent import Agent  # here: the check runs a store through what aerix does with it
+    from ..testing import ScriptedModel
+
+    await store.create_run(_run("r1", created_at=1.0))
+    odd = {"id": "r2", "created_at": 2.0, "version": 99, "prompt": 7, "status": "bogus", "checkpoint": "x"}
+    await store.create_run(odd)
+    await store.create_run(_run("r3", created_at=3.0, status="interrupted", checkpoint={"messages": [{"role": "system", "content": ""}, {"role": "user", "content": "p"}], "calls_made": 0, "generations": 0, "refused_in_row": 0, "tokens": 0, "elapsed_s": 0}))
+    listed = await store.list_runs()
+    assert [r["id"] for r in listed] == ["r1", "r2", "r3"] and listed[1] == odd, "a store lists every record as it was given"
+    agent = Agent(model=ScriptedModel([]), store=store)
+    runs = await agent.runs()
+    assert [(r.id, r.status) for r in runs] == [("r1", "queued"), ("r2", "corrupt"), ("r3", "interrupted")], "a record that does not read is listed corrupt under its own id"
+    assert [r.id for r in await agent.recover()] == ["r1", "r3"], "and recover() offers the others"
 
 
 # -- leases ----------------------------------------------------------------------------------
@@ -266,6 +348,11 @@ CHECKS: tuple[Callable[[Any], Awaitable[None]], ...] = (
     check_the_callers_dict_is_not_the_stored_one,
     check_runs_are_listed_oldest_first,
     check_effects_are_kept_by_key,
+    check_a_stale_save_is_refused,
+    check_of_racing_saves_of_one_revision_exactly_one_wins,
+    check_a_save_by_a_holder_without_the_lease_is_refused,
+    check_an_effect_put_by_a_holder_without_the_lease_is_refused,
+    check_a_record_that_does_not_read_hides_no_other,
     check_a_free_lease_is_taken,
     check_a_live_lease_refuses_another_holder,
     check_the_holder_renews_its_lease,

@@ -4,6 +4,12 @@ A lease there is also a Web Lock held by the tab, so a closed or reloaded tab fr
 at once, whatever their ``expires_at`` (and ``get_lease`` no longer reports them); while the tab
 lives, another tab cannot take its lease even once it has expired, until it is released. Within
 one tab, leases follow the record as in every store. See ``web/store.mjs``.
+
+``saveRun(json, revision, holder)`` and ``putEffect(key, result, runId, holder)`` check the
+revision and the lease record in the same IndexedDB transaction as the write (over the ``runs``
+or ``effects`` and the ``leases`` object stores), and resolve to whether they wrote. A JS store
+object of an older page answers ``undefined``: aerix refuses that write as a store failure
+naming the cause. A record text that does not parse is listed ``corrupt``, never raised.
 """
 
 from __future__ import annotations
@@ -40,19 +46,21 @@ class IndexedDBStore:
 
     async def get_run(self, run_id: str) -> dict[str, Any] | None:
         text = await call_js(self._js.getRun, run_id)
-        return json.loads(text) if text is not None else None
+        return _read(text, run_id) if text is not None else None
 
-    async def save_run(self, run: dict[str, Any]) -> None:
-        await call_js(self._js.saveRun, json.dumps(run))
+    # None crosses as undefined, which the JS store reads as "no check"; a store of an older page
+    # ignores the extra arguments and answers undefined (None here): Durable refuses that answer.
+    async def save_run(self, run: dict[str, Any], revision: int | None = None, holder: str | None = None) -> Any:
+        return await call_js(self._js.saveRun, json.dumps(run), revision, holder)
 
     async def list_runs(self) -> list[dict[str, Any]]:
-        return [json.loads(text) for text in await call_js(self._js.listRuns)]
+        return [_read(text, f"unreadable record {i + 1}") for i, text in enumerate(await call_js(self._js.listRuns))]
 
     async def get_effect(self, key: str) -> str | None:
         return await call_js(self._js.getEffect, key)  # type: ignore[no-any-return]
 
-    async def put_effect(self, key: str, result: str) -> None:
-        await call_js(self._js.putEffect, key, result)
+    async def put_effect(self, key: str, result: str, run_id: str | None = None, holder: str | None = None) -> Any:
+        return await call_js(self._js.putEffect, key, result, run_id, holder)
 
     async def acquire_lease(self, name: str, holder: str, expires_at: float, now: float) -> bool:
         return bool(await call_js(self._method("acquireLease"), name, holder, float(expires_at), float(now)))
@@ -90,3 +98,15 @@ class IndexedDBStore:
         if fn is None:
             raise AerixError("options", f"the store object {self.name!r} has no {name}(): see openStore in web/store.mjs")
         return fn
+
+
+def _read(text: Any, run_id: str) -> dict[str, Any]:
+    """A record from its JSON text; one that does not parse is ``corrupt`` (``web/store.mjs``
+    names it by its row's id; a store object of your own that returns bad text, by ``run_id``)."""
+    try:
+        run = json.loads(text)
+    except (ValueError, TypeError) as e:
+        return {"id": run_id, "corrupt": f"its stored text is not JSON ({e})"}
+    if not isinstance(run, dict):
+        return {"id": run_id, "corrupt": f"its stored text is a {type(run).__name__}, not an object"}
+    return run

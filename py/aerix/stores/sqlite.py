@@ -3,6 +3,11 @@
 Several ``SQLiteStore`` objects, in one process or several, may share one file: each write is
 one transaction, and a write that finds the file locked by another connection waits up to
 ``timeout`` seconds before it fails with ``database is locked``.
+
+A run's revision is kept in its own column, ``rev`` (a file made before revisions gains it, at 0),
+so that a save's compare-and-set and its fence are one statement: the WHERE checks the row's
+``rev`` and the lease row in the same write transaction as the write. A row whose data is not a
+JSON object is read as ``{"id": <row id>, "corrupt": <why>}``: listed, never raised.
 """
 
 from __future__ import annotations
@@ -27,6 +32,24 @@ create index if not exists artifacts_by_run on artifacts (run_id);
 create table if not exists state (agent text primary key, data text not null);
 """
 
+# A run is written iff the fence holds (no holder, or the holder's lease row) and, when a revision
+# is given, the row is at that revision; a row the store lacks is at revision 0. One statement:
+# SQLite takes the write lock before it reads, so nothing can come between the check and the write.
+_SAVE = """
+insert into runs (id, idempotency_key, created_at, data, rev)
+select :id, :key, :created_at, :data, :new_rev
+where (:holder is null or exists (select 1 from leases where name = :lease and holder = :holder))
+  and (:rev is null or :rev = 0 or exists (select 1 from runs where id = :id))
+on conflict(id) do update set data = excluded.data, rev = excluded.rev
+where :rev is null or runs.rev = :rev
+"""
+
+_PUT_EFFECT = """
+insert into effects (key, result) select :key, :result
+where (:holder is null or :lease is null or exists (select 1 from leases where name = :lease and holder = :holder))
+on conflict(key) do update set result = excluded.result
+"""
+
 # One statement, so one write transaction: SQLite lets one connection write at a time, and the
 # WHERE decides inside it whether the lease is free. A refused update changes no row.
 _ACQUIRE = """
@@ -45,6 +68,8 @@ class SQLiteStore:
         self.path = path
         self._db = sqlite3.connect(path, isolation_level=None, timeout=timeout)
         self._db.executescript(_SCHEMA)
+        if "rev" not in [row[1] for row in self._db.execute("pragma table_info(runs)")]:
+            self._db.execute("alter table runs add column rev integer not null default 0")  # a file made before revisions
 
     def __repr__(self) -> str:
         return f"SQLiteStore({self.path!r})"
@@ -59,42 +84,42 @@ class SQLiteStore:
             key = run.get("idempotency_key")
             row = None
             if key is not None:
-                row = self._db.execute("select data from runs where idempotency_key = ?", (key,)).fetchone()
+                row = self._db.execute("select id, data from runs where idempotency_key = ?", (key,)).fetchone()
             if row is None:
-                row = self._db.execute("select data from runs where id = ?", (run["id"],)).fetchone()
+                row = self._db.execute("select id, data from runs where id = ?", (run["id"],)).fetchone()
             if row is None:
                 self._db.execute(
-                    "insert into runs (id, idempotency_key, created_at, data) values (?, ?, ?, ?)",
-                    (run["id"], key, run.get("created_at", 0.0), json.dumps(run)),
+                    "insert into runs (id, idempotency_key, created_at, data, rev) values (?, ?, ?, ?, ?)",
+                    (run["id"], key, run.get("created_at", 0.0), json.dumps(run), _revision(run)),
                 )
             self._db.execute("commit")
         except BaseException:
             self._db.execute("rollback")
             raise
-        stored: dict[str, Any] = json.loads(row[0]) if row is not None else json.loads(json.dumps(run))
-        return stored
+        return _read(row[0], row[1]) if row is not None else _read(run["id"], json.dumps(run))
 
     async def get_run(self, run_id: str) -> dict[str, Any] | None:
-        row = self._db.execute("select data from runs where id = ?", (run_id,)).fetchone()
-        return json.loads(row[0]) if row else None
+        row = self._db.execute("select id, data from runs where id = ?", (run_id,)).fetchone()
+        return _read(row[0], row[1]) if row else None
 
-    async def save_run(self, run: dict[str, Any]) -> None:
-        self._db.execute(
-            "insert into runs (id, idempotency_key, created_at, data) values (?, ?, ?, ?) "
-            "on conflict(id) do update set data = excluded.data",
-            (run["id"], run.get("idempotency_key"), run.get("created_at", 0.0), json.dumps(run)),
-        )
+    async def save_run(self, run: dict[str, Any], revision: int | None = None, holder: str | None = None) -> bool:
+        values = {
+            "id": run["id"], "key": run.get("idempotency_key"), "created_at": run.get("created_at", 0.0), "data": json.dumps(run),
+            "new_rev": _revision(run), "rev": revision, "holder": holder, "lease": f"run:{run['id']}",
+        }
+        return self._db.execute(_SAVE, values).rowcount == 1
 
     async def list_runs(self) -> list[dict[str, Any]]:
-        rows = self._db.execute("select data from runs order by created_at, id").fetchall()
-        return [json.loads(r[0]) for r in rows]
+        rows = self._db.execute("select id, data from runs order by created_at, id").fetchall()
+        return [_read(r[0], r[1]) for r in rows]
 
     async def get_effect(self, key: str) -> str | None:
         row = self._db.execute("select result from effects where key = ?", (key,)).fetchone()
         return row[0] if row else None
 
-    async def put_effect(self, key: str, result: str) -> None:
-        self._db.execute("insert or replace into effects (key, result) values (?, ?)", (key, result))
+    async def put_effect(self, key: str, result: str, run_id: str | None = None, holder: str | None = None) -> bool:
+        lease = None if run_id is None else f"run:{run_id}"
+        return self._db.execute(_PUT_EFFECT, {"key": key, "result": result, "lease": lease, "holder": holder}).rowcount == 1
 
     async def acquire_lease(self, name: str, holder: str, expires_at: float, now: float) -> bool:
         cursor = self._db.execute(_ACQUIRE, (name, holder, float(expires_at), float(now)))
@@ -130,3 +155,18 @@ class SQLiteStore:
 
     async def put_state(self, agent: str, state: dict[str, Any]) -> None:
         self._db.execute("insert or replace into state (agent, data) values (?, ?)", (agent, json.dumps(state)))
+
+
+def _revision(run: dict[str, Any]) -> Any:
+    return run.get("revision", 0)
+
+
+def _read(run_id: str, data: str) -> dict[str, Any]:
+    """A row's record; one that does not decode is named ``corrupt`` under the row's id."""
+    try:
+        run = json.loads(data)
+    except (ValueError, TypeError) as e:  # TypeError: a BLOB or a number where the text was
+        return {"id": run_id, "corrupt": f"its stored data is not JSON ({e})"}
+    if not isinstance(run, dict):
+        return {"id": run_id, "corrupt": f"its stored data is a {type(run).__name__}, not an object"}
+    return run

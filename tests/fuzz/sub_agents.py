@@ -54,7 +54,7 @@ class CrashingStore(MemoryStore):
         super().__init__()
         self.what, self.at, self.before, self.count, self.crashed = what, at, before, 0, False
 
-    async def _write(self, what: str, write: Callable[[], Any]) -> None:
+    async def _write(self, what: str, write: Callable[[], Any]) -> Any:
         if what == self.what and not self.crashed:
             self.count += 1
             if self.count == self.at:
@@ -62,13 +62,13 @@ class CrashingStore(MemoryStore):
                 if not self.before:
                     await write()
                 raise Crash(f"{what} #{self.count}")
-        await write()
+        return await write()
 
-    async def save_run(self, run: dict[str, Any]) -> None:
-        await self._write("save_run", lambda: MemoryStore.save_run(self, run))
+    async def save_run(self, run: dict[str, Any], revision: int | None = None, holder: str | None = None) -> bool:
+        return bool(await self._write("save_run", lambda: MemoryStore.save_run(self, run, revision, holder)))
 
-    async def put_effect(self, key: str, result: str) -> None:
-        await self._write("put_effect", lambda: MemoryStore.put_effect(self, key, result))
+    async def put_effect(self, key: str, result: str, run_id: str | None = None, holder: str | None = None) -> bool:
+        return bool(await self._write("put_effect", lambda: MemoryStore.put_effect(self, key, result, run_id, holder)))
 
 
 class Ledger:

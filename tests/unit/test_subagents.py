@@ -383,11 +383,11 @@ class DownStore(MemoryStore):
         super().__init__()
         self.at, self.saves, self.up, self.once = at, 0, False, once
 
-    async def save_run(self, run):
+    async def save_run(self, run, revision=None, holder=None):
         self.saves += 1
         if (self.saves == self.at if self.once else self.saves >= self.at) and not self.up:
             raise OSError("disk full")
-        await super().save_run(run)
+        return await super().save_run(run, revision, holder)
 
 
 async def test_a_store_that_fails_once_under_a_sub_run_ends_the_top_run_as_it_would_a_run():

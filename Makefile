@@ -93,6 +93,21 @@ BENCH_PAIRS ?= 5
 bench: build chromium smollm2 llama-server
 	$(PY) -m bench.run --pairs $(BENCH_PAIRS)
 
+# The Berkeley Function-Calling Leaderboard's data and AST checker: PyPI's bfcl-eval wheel
+# (pinned, sha256 checked), unpacked into ~/.cache/aerix/bfcl, never installed nor committed.
+.PHONY: bfcl-data bfcl
+bfcl-data: .venv/.installed
+	@$(PY) -m bench.bfcl_data >/dev/null
+
+# BFCL's single-turn categories (simple_python, multiple, parallel, parallel_multiple,
+# irrelevance) through aerix: one fresh agent per question on llama-server, greedy, the first
+# accepted turn scored by BFCL's own AST checker; a sample also in the page, compared. SmolLM2
+# Q4_1 and Q8_0 and the bundled model; writes bench/results/bfcl-<model>.json (bench/bfcl.py,
+# bench/README.md). Resumable (~/.cache/aerix/bfcl/runs). BFCL_ARGS, e.g. "--limit 5 --page-sample 0".
+BFCL_ARGS ?=
+bfcl: build chromium smollm2 llama-server bfcl-data
+	$(PY) -m bench.bfcl $(BFCL_ARGS)
+
 # One agent and the throughput figures with WebGPU (engine: {gpu: "require"}) in headless Chromium
 # with the GPU on, for a machine that has one; here it stops, saying there is no WebGPU adapter.
 .PHONY: gpu-check
@@ -108,8 +123,10 @@ test: lint test-unit test-js test-pyodide test-e2e
 lint: .venv/.installed
 	$(PY) -m build.lint
 
-test-unit: .venv/.installed
-	$(PY) -m pytest tests/unit tests/model -q
+# AERIX_REQUIRE_BFCL: the BFCL isolation test (tests/unit/test_bfcl_isolation.py) fails instead
+# of skipping when the pinned bfcl-eval data is missing; bfcl-data fetches it first (1.9 MB, cached).
+test-unit: .venv/.installed bfcl-data
+	AERIX_REQUIRE_BFCL=1 $(PY) -m pytest tests/unit tests/model -q
 
 # The chat store (web/chat.mjs) under Node's own test runner, fed events the loop yields now:
 # record_events.py --check fails when they differ from tests/js/events.json.

@@ -1,0 +1,269 @@
+"""One BFCL question as one fresh aerix agent, up to its first accepted turn.
+
+Pure and small, with nothing but aerix and the standard library, because it runs in two places:
+natively under `make bfcl` (``bench/bfcl.py``, the model on llama-server) and in the page's
+Pyodide (``bench/bfcl_page.mjs`` loads this file), so both sides build the very same agent.
+
+- ``json_schema(parameters)``: a BFCL function's parameters as standard JSON Schema, with notes
+  on what BFCL wrote that JSON Schema cannot hold;
+- ``tool_names(names)``: each BFCL name (``math.factorial``) as an aerix tool name
+  (``math_factorial``), one for one, so calls map back;
+- ``tools_for(functions)``: the question's functions as aerix tools (that never run);
+- ``agent_for(model, tools, variant)``: the Agent of a variant (``VARIANTS``);
+- ``first_turn(agent, prompt)``: runs until the parser accepts a turn, then stops (no tool runs);
+- ``bfcl_calls(record, names)``: that turn's calls in BFCL's format, ``[{name: {arg: value}}]``;
+- ``question_record(model, category, entry)``: all of it for one question, as both sides log it,
+  with the ``fingerprint`` of what the model was sent (a logged answer is reused while it holds).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import time
+from contextlib import aclosing
+from typing import Any, Callable
+
+from aerix import Agent, AerixError, tool
+from aerix.tools import NAME, Tool
+
+__all__ = ["FIELD_TYPES", "Unconvertible", "VARIANTS", "agent_for", "bfcl_calls", "fingerprint", "first_turn", "json_schema", "prepared", "prompt_of", "question_json", "question_record", "tool_names", "tools_for"]
+
+# BFCL's parameter types (Python's names) as JSON Schema's; "any" has no type constraint.
+TYPES: dict[str, str | None] = {
+    "string": "string", "integer": "integer", "float": "number", "boolean": "boolean",
+    "array": "array", "tuple": "array", "dict": "object", "any": None,
+}  # fmt: skip
+KEPT = ("description", "enum", "default", "format", "minimum", "maximum", "minItems", "maxItems")  # JSON Schema's own words
+IGNORED = ("optional",)  # BFCL's marker of an optional parameter: ``required`` already says it
+_PYTHON = {"string": (str,), "integer": (int,), "number": (int, float), "boolean": (bool,), "array": (list,), "object": (dict,)}
+FIELD_TYPES = ("string", "number", "integer", "boolean")  # what a flat field map holds (see tools_for)
+
+
+class Unconvertible(ValueError):
+    """A function doc this converter does not know how to write as JSON Schema."""
+
+
+def json_schema(parameters: dict[str, Any], where: str = "parameters") -> tuple[dict[str, Any], list[str]]:
+    """A BFCL ``parameters`` object as ``{"type": "object", "properties": ..., "required": [...]}``,
+    and notes naming what was left out: a ``default`` that is not of its parameter's type, and
+    the top level's ``default`` (BFCL's data has a word there). Raises :class:`Unconvertible`."""
+    notes: list[str] = []
+    if parameters.get("type") not in ("dict", "object"):
+        raise Unconvertible(f"{where}: type must be dict, got {parameters.get('type')!r}")
+    unknown = set(parameters) - {"type", "properties", "required", "default", *IGNORED}
+    if unknown:
+        raise Unconvertible(f"{where}: unknown key(s) {sorted(unknown)}")
+    if "default" in parameters:
+        notes.append(f"{where}: default {parameters['default']!r} of the whole input left out")
+    return _object(parameters, where, notes, top=True), notes
+
+
+def _object(spec: dict[str, Any], where: str, notes: list[str], top: bool = False) -> dict[str, Any]:
+    properties = spec.get("properties", {})
+    if not isinstance(properties, dict):
+        raise Unconvertible(f"{where}: properties must be an object")
+    out: dict[str, Any] = {"type": "object"}
+    if "properties" in spec or top:
+        out["properties"] = {k: _property(v, f"{where}.{k}", notes) for k, v in properties.items()}
+    required = spec.get("required", [] if top else None)
+    if required is not None:  # as written: JSON Schema lets it name keys that properties leaves open
+        if not isinstance(required, list) or not all(isinstance(r, str) for r in required):
+            raise Unconvertible(f"{where}: required must be a list of names")
+        out["required"] = list(required)
+    return out
+
+
+def _property(spec: Any, where: str, notes: list[str]) -> dict[str, Any]:
+    if not isinstance(spec, dict):
+        raise Unconvertible(f"{where}: must be an object")
+    unknown = set(spec) - {"type", "items", "properties", "required", *KEPT, *IGNORED}
+    if unknown:
+        raise Unconvertible(f"{where}: unknown key(s) {sorted(unknown)}")
+    if spec.get("type") not in TYPES:
+        raise Unconvertible(f"{where}: unknown type {spec.get('type')!r}")
+    kind = TYPES[spec["type"]]
+    if kind == "object":
+        out = _object(spec, where, notes)
+    else:
+        if "properties" in spec or "required" in spec:
+            raise Unconvertible(f"{where}: properties on a {spec['type']}")
+        out = {} if kind is None else {"type": kind}
+    if "items" in spec:
+        if kind != "array":
+            raise Unconvertible(f"{where}: items on a {spec['type']}")
+        out["items"] = _property(spec["items"], f"{where}[]", notes)
+    for key in KEPT:
+        if key in spec:
+            out[key] = spec[key]
+    if "default" in out and kind is not None and not _is(out["default"], kind):
+        notes.append(f"{where}: default {out.pop('default')!r} is not of type {kind}, left out")
+    return out
+
+
+def _is(value: Any, kind: str) -> bool:
+    return isinstance(value, _PYTHON[kind]) and (kind == "boolean" or not isinstance(value, bool))
+
+
+def tool_names(names: list[str]) -> dict[str, str]:
+    """aerix tool name -> BFCL name, for every name: lower case, each character outside
+    ``[a-z0-9_]`` as ``_``, ``f_`` before one that does not start with a letter, cut to 64
+    characters; a name already taken gets ``_2``, ``_3``... (cut to fit)."""
+    out: dict[str, str] = {}
+    for name in names:
+        base = re.sub(r"[^a-z0-9_]", "_", name.lower())
+        base = (base if re.match(r"[a-z]", base) else f"f_{base}")[:64]
+        candidate, n = base, 1
+        while candidate in out:
+            n += 1
+            candidate = f"{base[: 64 - len(str(n)) - 1]}_{n}"
+        assert NAME.fullmatch(candidate), candidate
+        out[candidate] = name
+    return out
+
+
+def _never_run(input: dict[str, Any]) -> str:
+    return "error: this tool only exists to be called"  # first_turn stops before any tool runs
+
+
+def tools_for(functions: list[dict[str, Any]]) -> tuple[list[Tool], dict[str, str], str, list[str]]:
+    """``(tools, aerix name -> BFCL name, route, notes)``. Each tool's input is the function's JSON
+    Schema (route ``"schema"``). An aerix that takes only flat field maps refuses that; then a
+    function whose parameters are all flat (a type, a description, an enum, a default) is given as
+    a field map (route ``"fields"``, its defaults left out: field maps have none); otherwise the
+    ``AerixError`` is raised: aerix could not express it. The fallback is for an aerix before
+    tools took JSON Schema input; the route is logged with each question."""
+    names = tool_names([f["name"] for f in functions])
+    by_bfcl = {b: a for a, b in names.items()}
+    tools, notes, routes = [], [], set()
+    for f in functions:
+        schema, more = json_schema(f["parameters"], where=f["name"])
+        notes += more
+        name, description = by_bfcl[f["name"]], f.get("description") or f["name"]
+        try:
+            made = tool(name=name, description=description, input=schema, run=_never_run)
+            routes.add("schema")
+        except AerixError as e:
+            flat = _field_map(schema)
+            if flat is None:
+                raise e from None
+            made = tool(name=name, description=description, input=flat, run=_never_run)
+            routes.add("fields")
+        tools.append(made)
+    return tools, names, "+".join(sorted(routes)), notes
+
+
+def _field_map(schema: dict[str, Any]) -> dict[str, Any] | None:
+    """The schema as a flat field map, or None when it is not flat."""
+    out: dict[str, Any] = {}
+    for key, spec in schema["properties"].items():
+        if spec.get("type") not in FIELD_TYPES or set(spec) - {"type", "description", "enum", "default"}:
+            return None
+        field = {"type": spec["type"], "required": key in schema["required"]}
+        out[key] = field | {k: spec[k] for k in ("description", "enum") if k in spec}
+    return out
+
+
+def _default(model: Any, tools: list[Tool]) -> Agent:
+    """aerix as a user gets it: no instructions, the default limits, greedy decoding."""
+    return Agent(model=model, tools=tools, generation={"temperature": 0})
+
+
+# Variant name -> how its agent is made; add ablations here (a name is part of the run's file name).
+VARIANTS: dict[str, Callable[[Any, list[Tool]], Agent]] = {"default": _default}
+
+
+def agent_for(model: Any, tools: list[Tool], variant: str = "default") -> Agent:
+    if variant not in VARIANTS:
+        raise ValueError(f"unknown variant {variant!r} (known: {', '.join(VARIANTS)})")
+    return VARIANTS[variant](model, tools)
+
+
+def prompt_of(entry: dict[str, Any]) -> str:
+    """The question's one user message (the categories scored are single-turn, one message)."""
+    turns = entry["question"]
+    if len(turns) != 1 or len(turns[0]) != 1 or turns[0][0].get("role") != "user":
+        raise Unconvertible(f"{entry['id']}: not one user message")
+    return str(turns[0][0]["content"])
+
+
+async def first_turn(agent: Agent, prompt: str) -> dict[str, Any]:
+    """Runs ``prompt`` until the first accepted turn and stops there. Returns ``turn`` (its
+    thought and calls as ``{"tool", "input"}``, or None when the run ended first: then ``end``
+    says how), ``usage`` per generation ``[prompt, completion, cached]``, the ``retries``'
+    reasons and ``seconds`` from the start to the turn (or the end)."""
+    out: dict[str, Any] = {"turn": None, "end": None, "usage": [], "retries": []}
+    started = time.perf_counter()
+    async with aclosing(agent.run(prompt)) as events:
+        async for ev in events:
+            if ev.type == "usage":
+                out["usage"].append([ev.prompt_tokens, ev.completion_tokens, ev.cached_tokens])
+            elif ev.type == "retry":
+                out["retries"].append(ev.reason)
+            elif ev.type == "turn":
+                out["turn"] = {"thought": ev.thought, "calls": [{"tool": c.tool, "input": c.input} for c in ev.calls]}
+                break
+            elif ev.type == "end":  # a final comes after its turn, so only an end comes first
+                out["end"] = ev.to_dict()
+                break
+    out["seconds"] = time.perf_counter() - started
+    return out
+
+
+def prepared(model: Any, entry: dict[str, Any], variant: str = "default") -> dict[str, Any]:
+    """The question's agent and how it was made (``agent``, ``names``, ``route``, ``notes``), and
+    its ``fingerprint``: the sha256 of what the model is sent (system message, turn schema, the
+    question, the generation settings, the limits), so a logged answer is reused only while
+    aerix would still ask the same. Or, when no agent could be made, ``unconverted`` (this module
+    could not write a function as JSON Schema) or ``unexpressed`` (aerix refused a tool: the
+    AerixError), which is then the fingerprint."""
+    try:
+        tools, names, route, notes = tools_for(entry["function"])
+    except Unconvertible as e:
+        return {"unconverted": str(e), "fingerprint": f"unconverted: {e}"}
+    except AerixError as e:
+        return {"unexpressed": f"{e.kind}: {e.message}", "fingerprint": f"unexpressed: {e.kind}: {e.message}"}
+    agent = agent_for(model, tools, variant)
+    sent = [agent.system, agent.schema, prompt_of(entry), agent.generation, repr(agent.limits)]
+    fingerprint = hashlib.sha256(json.dumps(sent, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
+    return {"agent": agent, "names": names, "route": route, "notes": notes, "fingerprint": fingerprint}
+
+
+class _NoModel:
+    """Stands in for a model where an agent is made only to be fingerprinted."""
+
+    async def chat(self, messages: Any, options: Any) -> Any:
+        raise AerixError("engine", "this agent is only fingerprinted")
+        yield  # an async generator, as the protocol has it
+
+
+def fingerprint(entry: dict[str, Any], variant: str = "default") -> str:
+    """``prepared(...)["fingerprint"]`` without a model."""
+    return str(prepared(_NoModel(), entry, variant)["fingerprint"])
+
+
+async def question_record(model: Any, category: str, entry: dict[str, Any], variant: str = "default") -> dict[str, Any]:
+    """What one question (a BFCL entry) gave on ``model``: ``first_turn``'s record with its calls
+    in BFCL's format (``calls``) and how its agent was made (``prepared``); or, with ``calls``
+    None, why no agent was made."""
+    made = prepared(model, entry, variant)
+    record: dict[str, Any] = {"id": entry["id"], "category": category, "variant": variant}
+    if "agent" not in made:
+        return record | made | {"calls": None}
+    turn = await first_turn(made.pop("agent"), prompt_of(entry))
+    return record | made | turn | {"calls": bfcl_calls(turn, made["names"])}
+
+
+async def question_json(model: Any, category: str, entry_json: str, variant: str = "default") -> str:
+    """``question_record`` with JSON in and out: the page's entry point (bench/bfcl_page.mjs)."""
+    return json.dumps(await question_record(model, category, json.loads(entry_json), variant), ensure_ascii=False)
+
+
+def bfcl_calls(record: dict[str, Any], names: dict[str, str]) -> list[dict[str, Any]] | None:
+    """The first turn's calls as BFCL scores them, ``[{bfcl_name: input}]`` in order, or None
+    when there was no accepted turn."""
+    turn = record.get("turn")
+    if turn is None:
+        return None
+    return [{names[c["tool"]]: c["input"]} for c in turn["calls"]]

@@ -30,7 +30,7 @@
  * @module store
  */
 
-const VERSION = 3; // 2: leases; 3: agent state and artifacts
+const VERSION = 4; // 2: leases; 3: agent state and artifacts; 4: agent state by item
 
 function request(req) {
   return new Promise((resolve, reject) => {
@@ -56,6 +56,11 @@ function open(name) {
       const artifacts = db.createObjectStore("artifacts", { keyPath: "id" }); // {id, run_id, seq, meta (JSON text), data (Blob)}
       artifacts.createIndex("run_id", "run_id");
     }
+    if (event.oldVersion < 4) {
+      // {agent, key, seq, json}: one item of an agent's state; seq is its place in the order
+      const items = db.createObjectStore("state_items", { keyPath: ["agent", "key"] });
+      items.createIndex("order", ["agent", "seq"], { unique: true });
+    }
   };
   return request(req).then((db) => {
     // a newer page (another tab) upgrading the database, or destroy(): let it go on
@@ -63,6 +68,9 @@ function open(name) {
     return db;
   });
 }
+
+/** Every item of `agent`'s state, in the `order` index. */
+const itemsOf = (agent) => IDBKeyRange.bound([agent, -Infinity], [agent, Infinity]);
 
 // What IndexedDB keeps of a run: the fields it indexes, its revision, and the record as JSON text.
 function row(json) {
@@ -244,6 +252,33 @@ export function openStore(name = "aerix") {
     getState: (agent) => tx(["state"], "readonly", async (t) => (await request(t.objectStore("state").get(agent))) ?? null),
     /** Replace an agent's state with this JSON text. */
     putState: (agent, json) => tx(["state"], "readwrite", async (t) => void (await request(t.objectStore("state").put(json, agent)))),
+    /** An agent's state items (py/aerix/agent_state.py), in the order first put: `[key, JSON text]` pairs. */
+    getStateItems: (agent) =>
+      tx(["state_items"], "readonly", async (t) => {
+        const all = await request(t.objectStore("state_items").index("order").getAll(itemsOf(agent)));
+        return all.map((item) => [item.key, item.json]);
+      }),
+    /** One item of an agent's state as JSON text, or null. */
+    getStateItem: (agent, key) => tx(["state_items"], "readonly", async (t) => (await request(t.objectStore("state_items").get([agent, key])))?.json ?? null),
+    /**
+     * Put and delete items of an agent's state in one transaction: `pairs` is the JSON text of
+     * `[[key, JSON text or null], ...]`, null deleting. A replaced item keeps its `seq` (its
+     * place); a new one gets the next after the agent's last, read in the same transaction.
+     */
+    putStateItems: (agent, pairs) =>
+      tx(["state_items"], "readwrite", async (t) => {
+        const items = t.objectStore("state_items");
+        const last = await request(items.index("order").openCursor(itemsOf(agent), "prev"));
+        let next = last ? last.value.seq + 1 : 0;
+        for (const [key, json] of JSON.parse(pairs)) {
+          if (json === null) {
+            await request(items.delete([agent, key]));
+            continue;
+          }
+          const kept = await request(items.get([agent, key]));
+          await request(items.put({ agent, key, seq: kept ? kept.seq : next++, json }));
+        }
+      }),
     /**
      * Keep an artifact (py/aerix/artifacts.py): its meta as JSON text, its bytes (a Uint8Array) as a
      * Blob of its media type. An id kept already is replaced in place: `seq`, the put order within

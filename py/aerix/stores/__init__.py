@@ -59,6 +59,22 @@ returns a copy of it, or ``None``. The keys are agent names (what ``aerix.agent_
 and ``conversation:<agent name>/<conversation id>`` (a kept conversation, ``aerix.conversations``):
 any string, then. State lives apart from runs, effects and leases.
 
+State items (optional: a store may have all three, or none):
+
+        async def get_state_items(self, agent: str) -> dict[str, dict]     # every item, in the order first put
+        async def get_state_item(self, agent: str, key: str) -> dict | None
+        async def put_state_items(self, agent: str, items: dict[str, dict | None]) -> None
+
+With them ``aerix.agent_state`` keeps an agent's state as one item per value, document and
+effect mark, so a write costs the same however much the state holds, and two writers of
+different items never undo each other. Without them it reads and writes the whole state with
+``get_state``/``put_state``: each write costs the size of the state, and of two writers the last
+one wins. An item is a JSON object under a key (any string) within an agent name, apart from
+what ``put_state`` keeps under that name. ``put_state_items`` is one transaction (all its items
+land, or none): each item is kept, replacing the one with its key, which keeps its place in the
+order; ``None`` deletes the item (a missing one: nothing to do), and one put again comes last.
+Concurrent puts of different items all land. :func:`has_state_items` says whether a store has them.
+
 Artifacts. ``put_artifact`` keeps ``data`` under ``meta["id"]`` with its JSON ``meta`` (``id``,
 ``run_id``, ``media_type``, ``filename``, ``size``, ``sha256``); a put of an id already kept
 replaces its meta and bytes and keeps its place. ``get_artifact`` returns ``(meta, bytes)`` or
@@ -78,7 +94,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from ..errors import AerixError
 
-__all__ = ["STORE_METHODS", "MemoryStore", "Store", "check_store"]
+__all__ = ["MemoryStore", "STATE_ITEM_METHODS", "STORE_METHODS", "Store", "check_store", "has_state_items"]
 
 
 @runtime_checkable
@@ -101,6 +117,20 @@ class Store(Protocol):
 
 STORE_METHODS: tuple[str, ...] = tuple(name for name, value in vars(Store).items() if not name.startswith("_") and callable(value))
 """The names of the protocol's methods, for a clear error naming what a store lacks."""
+
+STATE_ITEM_METHODS: tuple[str, ...] = ("get_state_items", "get_state_item", "put_state_items")
+"""The optional methods that keep agent state by item (see the module's docstring)."""
+
+
+def has_state_items(store: Any) -> bool:
+    """Whether ``store`` has every one of :data:`STATE_ITEM_METHODS` (some but not all: an error
+    naming the rest, since half of them cannot keep a state)."""
+    have = [name for name in STATE_ITEM_METHODS if callable(getattr(store, name, None))]
+    if have and len(have) < len(STATE_ITEM_METHODS):
+        missing = [name for name in STATE_ITEM_METHODS if name not in have]
+        raise AerixError("options", f"store has {have} but lacks {missing}: a store keeps state items with all three or none (see aerix.stores)")
+    return bool(have)
+
 
 # The writes that gained a compare-and-set and a fence, and the arguments they take now.
 _FENCED: dict[str, tuple[Any, ...]] = {"save_run": ({"id": "r"}, 0, "holder"), "put_effect": ("key", "result", "r", "holder")}
@@ -143,6 +173,7 @@ class MemoryStore:
         self._leases: dict[str, dict[str, Any]] = {}
         self._artifacts: dict[str, tuple[dict[str, Any], bytes]] = {}  # by id, in put order
         self._state: dict[str, dict[str, Any]] = {}
+        self._state_items: dict[str, dict[str, dict[str, Any]]] = {}  # agent -> key -> item, in put order
 
     def __repr__(self) -> str:
         return f"MemoryStore(runs={len(self._runs)}, effects={len(self._effects)})"
@@ -221,6 +252,22 @@ class MemoryStore:
 
     async def put_state(self, agent: str, state: dict[str, Any]) -> None:
         self._state[agent] = copy.deepcopy(state)
+
+    async def get_state_items(self, agent: str) -> dict[str, dict[str, Any]]:
+        return copy.deepcopy(self._state_items.get(agent, {}))
+
+    async def get_state_item(self, agent: str, key: str) -> dict[str, Any] | None:
+        item = self._state_items.get(agent, {}).get(key)
+        return copy.deepcopy(item) if item is not None else None
+
+    # all or nothing without a lock: nothing is awaited while the items change
+    async def put_state_items(self, agent: str, items: dict[str, dict[str, Any] | None]) -> None:
+        kept = self._state_items.setdefault(agent, {})
+        for key, item in copy.deepcopy(items).items():
+            if item is None:
+                kept.pop(key, None)
+            else:
+                kept[key] = item  # a dict keeps a replaced key's place
 
 
 def _revision_of(run: dict[str, Any] | None) -> Any:

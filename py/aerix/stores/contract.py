@@ -18,6 +18,9 @@ holder that no longer holds the lease, must be refused (``False``), racing saves
 A row the store cannot decode at all (text that is not JSON) cannot be made through the protocol;
 test it with your own medium, as ``tests/unit/test_stores.py`` does for SQLite: it must come back
 as ``{"id": <its id>, "corrupt": <why>}`` and hide no other record.
+
+The checks of the state item methods pass at once on a store without them (they are optional;
+see ``aerix.stores``).
 """
 
 from __future__ import annotations
@@ -25,6 +28,8 @@ from __future__ import annotations
 import asyncio
 import hashlib
 from typing import Any, Awaitable, Callable
+
+from . import has_state_items
 
 __all__ = ["CHECKS", "verify_store"]
 
@@ -286,6 +291,65 @@ async def check_a_state_key_may_be_any_string(store: Any) -> None:
     assert await store.get_state("planner") == {"values": {}}, "another key is another state"
 
 
+# -- agent state by item (optional: checked on a store that has the three methods) ---------
+
+
+async def check_state_items_are_kept_per_agent_in_put_order(store: Any) -> None:
+    if not has_state_items(store):
+        return
+    assert await store.get_state_items("planner") == {}, "an agent with no items has {}"
+    assert await store.get_state_item("planner", "value:theme") is None, "a missing item is None"
+    t1 = {"value": {"id": "t1", "n": 1.5, "on": True, "none": None, "text": "héllo ✓"}}
+    await store.put_state_items("planner", {"value:theme": {"value": "dark"}, "doc:todos:t1": t1})
+    marked = {"value": "light", "taint": {"source": "read_page", "at": "call_1"}}
+    await store.put_state_items("planner", {"doc:todos:t2": {"value": {"id": "t2"}}, "value:theme": marked})
+    items = await store.get_state_items("planner")
+    assert list(items) == ["value:theme", "doc:todos:t1", "doc:todos:t2"], "items come in the order first put; a replaced one keeps its place"
+    assert items["value:theme"] == marked and items["doc:todos:t1"] == t1, "get_state_items must return what was put"
+    assert await store.get_state_item("planner", "doc:todos:t1") == t1, "get_state_item must return what was put"
+    assert await store.get_state_items("writer") == {}, "another agent name has its own items"
+    await store.put_state_items("planner", {"value:theme": None, "value:never": None})
+    assert list(await store.get_state_items("planner")) == ["doc:todos:t1", "doc:todos:t2"], "None deletes an item (a missing one: nothing to do)"
+    assert await store.get_state_item("planner", "value:theme") is None
+    await store.put_state_items("planner", {"value:theme": {"value": 1}})
+    assert list(await store.get_state_items("planner")) == ["doc:todos:t1", "doc:todos:t2", "value:theme"], "an item deleted and put again comes last"
+
+
+async def check_state_items_come_back_exactly(store: Any) -> None:
+    if not has_state_items(store):
+        return
+    item = {"value": {"big": 2**60 + 1, "float": 1.0, "list": [1]}}
+    await store.put_state_items("a", {"k": item})
+    item["value"]["list"].append(2)
+    read = await store.get_state_items("a")
+    assert read == {"k": {"value": {"big": 2**60 + 1, "float": 1.0, "list": [1]}}}, "the store must keep a copy of each item, exactly"
+    assert isinstance(read["k"]["value"]["float"], float), "1.0 must come back a float, not an int"
+    read["k"]["value"]["list"].append(3)
+    one = await store.get_state_item("a", "k")
+    assert one is not None and one["value"]["list"] == [1], "get_state_items must return a copy"
+    one["value"]["list"].append(4)
+    assert (await store.get_state_item("a", "k"))["value"]["list"] == [1], "get_state_item must return a copy"
+
+
+async def check_state_items_are_apart_from_put_state(store: Any) -> None:
+    if not has_state_items(store):
+        return
+    await store.create_run(_run("planner"))
+    await store.put_state("planner", {"version": 2, "items": True})
+    key = "doc:todos:an id with : / and ✓"
+    await store.put_state_items("planner", {key: {"value": {"id": "x"}}})
+    assert await store.get_state("planner") == {"version": 2, "items": True}, "put_state_items must not touch what put_state keeps"
+    assert await store.get_state_items("planner") == {key: {"value": {"id": "x"}}}, "an item key may be any string; put_state must not touch items"
+    assert await store.get_run("planner") == _run("planner"), "items are not runs"
+
+
+async def check_concurrent_puts_of_different_items_all_land(store: Any) -> None:
+    if not has_state_items(store):
+        return
+    await asyncio.gather(*(store.put_state_items("a", {f"doc:c:{i}": {"value": {"id": str(i)}}, f"applied:e{i}": {"result": "ok"}}) for i in range(16)))
+    items = await store.get_state_items("a")
+    assert len(items) == 32 and all(f"doc:c:{i}" in items and f"applied:e{i}" in items for i in range(16)), "of concurrent puts, every item must land"
+
 
 # -- artifacts ------------------------------------------------------------------------------
 
@@ -364,6 +428,10 @@ CHECKS: tuple[Callable[[Any], Awaitable[None]], ...] = (
     check_the_callers_state_is_not_the_stored_one,
     check_state_is_apart_from_runs,
     check_a_state_key_may_be_any_string,
+    check_state_items_are_kept_per_agent_in_put_order,
+    check_state_items_come_back_exactly,
+    check_state_items_are_apart_from_put_state,
+    check_concurrent_puts_of_different_items_all_land,
     check_an_artifact_reads_back_byte_for_byte,
     check_a_missing_artifact_is_none,
     check_artifacts_are_listed_by_run_in_put_order,

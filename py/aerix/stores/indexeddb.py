@@ -19,6 +19,7 @@ from typing import Any
 
 from .._js import call_js, js_module
 from ..errors import AerixError
+from . import STATE_ITEM_METHODS
 
 __all__ = ["IndexedDBStore"]
 
@@ -30,12 +31,17 @@ class IndexedDBStore:
     booted; ``IndexedDBStore(js_store)`` wraps a store object made in JavaScript, which has the
     methods of ``openStore`` (``createRun`` ... ``putEffect``, ``acquireLease``,
     ``releaseLease``, ``getLease``, ``getState``, ``putState``, ``putArtifact``,
-    ``getArtifact``, ``listArtifacts``).
+    ``getArtifact``, ``listArtifacts``; ``getStateItems``, ``getStateItem`` and
+    ``putStateItems`` if it has them, else agent state is kept whole).
     """
 
     def __init__(self, js_store: Any = None, name: str = "aerix") -> None:
         self._js = js_store if js_store is not None else js_module("aerix_page").openStore(name)
         self.name = str(getattr(self._js, "name", name))
+        if getattr(self._js, "putStateItems", None) is None:
+            # a store object made in JS before state items: agent state is kept whole (aerix.stores)
+            for method in STATE_ITEM_METHODS:
+                setattr(self, method, None)
 
     def __repr__(self) -> str:
         return f"IndexedDBStore({self.name!r})"
@@ -91,6 +97,18 @@ class IndexedDBStore:
 
     async def put_state(self, agent: str, state: dict[str, Any]) -> None:
         await call_js(self._method("putState"), agent, json.dumps(state))
+
+    # An item crosses as JSON text, each on its own, so it comes back exactly (JS numbers would not).
+    async def get_state_items(self, agent: str) -> dict[str, dict[str, Any]]:
+        return {str(key): json.loads(text) for key, text in await call_js(self._method("getStateItems"), agent)}
+
+    async def get_state_item(self, agent: str, key: str) -> dict[str, Any] | None:
+        text = await call_js(self._method("getStateItem"), agent, key)
+        return json.loads(text) if text is not None else None
+
+    async def put_state_items(self, agent: str, items: dict[str, dict[str, Any] | None]) -> None:
+        pairs = [[key, None if item is None else json.dumps(item)] for key, item in items.items()]
+        await call_js(self._method("putStateItems"), agent, json.dumps(pairs))
 
     def _method(self, name: str) -> Any:
         # a store object made in JS before leases existed: say what it lacks

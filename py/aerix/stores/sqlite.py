@@ -30,6 +30,7 @@ create table if not exists leases (name text primary key, holder text not null, 
 create table if not exists artifacts (id text primary key, run_id text not null, meta text not null, data blob not null);
 create index if not exists artifacts_by_run on artifacts (run_id);
 create table if not exists state (agent text primary key, data text not null);
+create table if not exists state_items (agent text not null, key text not null, data text not null, primary key (agent, key));
 """
 
 # A run is written iff the fence holds (no holder, or the holder's lease row) and, when a revision
@@ -155,6 +156,33 @@ class SQLiteStore:
 
     async def put_state(self, agent: str, state: dict[str, Any]) -> None:
         self._db.execute("insert or replace into state (agent, data) values (?, ?)", (agent, json.dumps(state)))
+
+    # An item's rowid is its place in the order: a replace is an upsert (the row stays), a
+    # delete and a put again makes a new row, after every other.
+    async def get_state_items(self, agent: str) -> dict[str, dict[str, Any]]:
+        rows = self._db.execute("select key, data from state_items where agent = ? order by rowid", (agent,)).fetchall()
+        return {key: json.loads(data) for key, data in rows}
+
+    async def get_state_item(self, agent: str, key: str) -> dict[str, Any] | None:
+        row = self._db.execute("select data from state_items where agent = ? and key = ?", (agent, key)).fetchone()
+        return json.loads(row[0]) if row else None
+
+    async def put_state_items(self, agent: str, items: dict[str, dict[str, Any] | None]) -> None:
+        rows = [(key, None if item is None else json.dumps(item)) for key, item in items.items()]  # before the transaction: a bad item writes nothing
+        self._db.execute("begin immediate")
+        try:
+            for key, data in rows:
+                if data is None:
+                    self._db.execute("delete from state_items where agent = ? and key = ?", (agent, key))
+                else:
+                    self._db.execute(
+                        "insert into state_items (agent, key, data) values (?, ?, ?) on conflict(agent, key) do update set data = excluded.data",
+                        (agent, key, data),
+                    )
+            self._db.execute("commit")
+        except BaseException:
+            self._db.execute("rollback")
+            raise
 
 
 def _revision(run: dict[str, Any]) -> Any:

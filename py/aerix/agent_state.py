@@ -12,20 +12,30 @@ without one), and the state tools that let the model keep it.
 Sync or async: ``get`` reads the loaded state (sync, so a sync tool can call ``ctx.state.get``);
 before anything loaded it (``load()``, a run, a write) it raises, rather than answer from an
 empty state. Every other method is async: the collections' reads load the state first if they
-must; a write reads the state fresh from the store, changes it and writes it whole
-(``Store.put_state``), one write at a time per Agent. Two Agents (two processes, two tabs)
-writing one agent name's state at the same moment: the last write wins.
+must. Reads answer from the state as loaded, with this Agent's own writes; a write changes one
+item (a value, a document) in the store, one write at a time per Agent. How it is kept, and what
+two Agents writing at once get, is ``aerix.state_store``'s: by item where the store can (a write
+costs the same however much the state holds), else the whole state read fresh and written.
 
 A collection is ``name -> pydantic model`` with a required ``id: str`` field; its documents are
-kept by ``id``, as the model dumps them to JSON. What the store keeps under the agent's name:
+kept by ``id``, as the model dumps them to JSON.
 
-    {"version": 1, "values": {key: JSON}, "collections": {name: {id: document}},
-     "applied": [[effect key, result], ...]}   # the last state tools' effects, with their writes
+**Taint.** A value or document written from inside a tool call of a tainted run (``ctx.state``,
+or ``agent.state`` reached any other way while the call runs; the state tools' upserts too) is
+kept with the run's taint mark, ``{"source", "at"}``: what first tainted that run. A read from
+inside a call that returns a marked item (``get`` of its key, a collection's ``list`` holding it,
+``get`` of its id; ``state_<c>_list``) taints the reading run: a ``taint`` event naming that
+call's tool and id comes before its result, as for a tool marked ``trust={"taint": True}``.
+So text from outside that a run put into state is outside text still when a later run, after
+``reset()`` or in another Agent, reads it. A write outside a call (the developer's code) keeps
+no mark and replaces the item's mark, as does a write of an untainted call; removing an item
+removes its mark; reads outside a call taint nothing. ``tainted(key)`` / ``tainted(id)`` give
+an item's mark.
 
 State tools (``state_tools=True``): ``state_<c>_list`` (no input), ``state_<c>_upsert`` (the
 model's fields, flat, as a tool's input) and ``state_<c>_remove`` (``id``). Upsert and remove are
-effect tools, applied once across resume: in a durable run each write carries its effect key in
-``applied``, in the same ``put_state``, so a crash after the write and before the effect's record
+effect tools, applied once across resume: in a durable run each write carries its effect key,
+written with it in one store write, so a crash after the write and before the effect's record
 finds the mark (``already_applied``) and does not write again.
 """
 
@@ -35,20 +45,18 @@ import asyncio
 import copy
 import json
 import re
-from typing import Any, Callable
+from typing import Any
 
-from .durable.book import use_store
 from .errors import AerixError
 from .fields import fields_from_map, model_for, nests_deeper, validation_text
+from .state_store import ABSENT, VERSION, Item, empty, item_name, keeping
+from .state_taint import read as _read, writing_taint as _writing_taint
 from .tools import Tool, ToolContext, tool
 
 __all__ = ["AgentState", "Collection", "VERSION", "check_collections", "models_from_field_maps", "state_tools"]
 
-VERSION = 1
 _NAME = re.compile(r"^[a-z][a-z0-9_]{0,47}$")  # state_<name>_upsert stays a tool name
-_MARKS = 64  # effect marks kept: a crash leaves at most one per executing run unrecorded
 _DEPTH = 100
-_ABSENT: Any = object()
 
 
 def check_collections(spec: Any) -> dict[str, Any]:
@@ -87,7 +95,8 @@ class AgentState:
         self.agent = agent
         self.models = check_collections(collections)
         self.store = store
-        self._data: dict[str, Any] | None = _empty() if store is None else None
+        self._kept = keeping(agent, store)  # in memory, whole or by item (state_store.py)
+        self._data: dict[str, Any] | None = empty() if store is None else None
         self._collections = {name: Collection(self, name, model) for name, model in self.models.items()}
         self._lock: tuple[Any, asyncio.Lock] | None = None
 
@@ -97,24 +106,32 @@ class AgentState:
     async def load(self) -> None:
         """Read the state from the store (each run does this at its start); no-op in memory."""
         if self.store is not None:
-            self._data = await self._read()
+            self._data = await self._kept.read()
 
     def get(self, key: str, default: Any = None) -> Any:
         """The value kept under ``key`` (a copy), or ``default``."""
         _check_key(key)
-        values = self.loaded()["values"]
-        return copy.deepcopy(values[key]) if key in values else default
+        data = self.loaded()
+        if key not in data["values"]:
+            return default
+        _read(data, item_name((None, key)))
+        return copy.deepcopy(data["values"][key])
+
+    def tainted(self, key: str) -> dict[str, str] | None:
+        """The taint mark ``{source, at}`` of the value under ``key``, or ``None``."""
+        _check_key(key)
+        mark = self.loaded()["tainted"].get(item_name((None, key)))
+        return None if mark is None else dict(mark)
 
     async def set(self, key: str, value: Any) -> None:
         """Keep ``value`` (JSON: it must come back equal from ``json.loads(json.dumps(value))``)."""
         _check_key(key)
-        kept = _json_copy(value, f"state value {key!r}")
-        await self.write(lambda data: data["values"].__setitem__(key, kept))
+        await self.write((None, key), _json_copy(value, f"state value {key!r}"))
 
     async def delete(self, key: str) -> None:
         """Forget the value kept under ``key`` (nothing kept: nothing to do)."""
         _check_key(key)
-        await self.write(lambda data: data["values"].pop(key, _ABSENT) is not _ABSENT)
+        await self.write((None, key), ABSENT)
 
     def collection(self, name: str) -> Collection:
         if name not in self._collections:
@@ -126,30 +143,17 @@ class AgentState:
             raise AerixError("options", f"the state of agent {self.agent!r} is not loaded: await agent.state.load() first (every run loads it at its start)")
         return self._data
 
-    async def write(self, change: Callable[[dict[str, Any]], Any], mark: tuple[str, str] | None = None) -> Any:
-        """Read the state fresh, ``change`` it, add the effect ``mark``, and write it whole;
-        a ``change`` that returns ``False`` changed nothing, and nothing is written."""
+    async def write(self, item: Item, value: Any, mark: tuple[str, str] | None = None) -> bool:
+        """Keep ``value`` as ``item`` (``ABSENT``: remove it; none there: nothing is written),
+        with the writing run's taint and the effect ``mark``; whether the item was there."""
+        taint = _writing_taint()
         async with self._lock_now():
-            data = await self._read() if self.store is not None else copy.deepcopy(self.loaded())
-            out = change(data)
-            if out is False:
-                self._data = data
-                return out
-            if mark is not None:
-                data["applied"] = (data["applied"] + [list(mark)])[-_MARKS:]
-            if self.store is not None:
-                await use_store("put_state", lambda: self.store.put_state(self.agent, data))
-            self._data = data
-            return out
+            before, self._data = await self._kept.write(self._data, item, value, taint, mark)
+            return before
 
     async def applied(self, key: str) -> str | None:
         """The result recorded with the write of effect ``key``, if that write happened."""
-        await self.load()
-        return next((text for k, text in self.loaded()["applied"] if k == key), None)
-
-    async def _read(self) -> dict[str, Any]:
-        data = await use_store("get_state", lambda: self.store.get_state(self.agent), (dict, type(None)))
-        return _empty() if data is None else _readable(self.agent, data)
+        return await self._kept.applied(key)
 
     def _lock_now(self) -> asyncio.Lock:
         loop = asyncio.get_running_loop()  # a Lock belongs to one event loop
@@ -169,13 +173,26 @@ class Collection:
 
     async def list(self) -> list[Any]:
         """Every document, as model instances, in the order first upserted."""
-        return [self._revive(doc) for doc in (await self._documents()).values()]
+        documents = await self._documents()
+        for id in documents:
+            _read(self.state.loaded(), item_name((self.name, id)))
+        return [self._revive(doc) for doc in documents.values()]
 
     async def get(self, id: str) -> Any:
         """The document with this ``id``, or ``None``."""
         _check_id(id)
         doc = (await self._documents()).get(id)
-        return None if doc is None else self._revive(doc)
+        if doc is None:
+            return None
+        _read(self.state.loaded(), item_name((self.name, id)))
+        return self._revive(doc)
+
+    async def tainted(self, id: str) -> dict[str, str] | None:
+        """The taint mark ``{source, at}`` of the document with this ``id``, or ``None``."""
+        _check_id(id)
+        await self._documents()
+        mark = self.state.loaded()["tainted"].get(item_name((self.name, id)))
+        return None if mark is None else dict(mark)
 
     async def upsert(self, doc: Any) -> Any:
         """Add ``doc`` (a dict or a model instance), or replace the document with its ``id``;
@@ -191,14 +208,13 @@ class Collection:
     async def put(self, kept: dict[str, Any], mark: str | None = None) -> str:
         """Write a checked document (with the effect ``mark``); the result text a tool gives."""
         text = json.dumps(kept, ensure_ascii=False)
-        await self.state.write(lambda data: data["collections"].setdefault(self.name, {}).__setitem__(kept["id"], kept), None if mark is None else (mark, text))
+        await self.state.write((self.name, kept["id"]), kept, None if mark is None else (mark, text))
         return text
 
     async def drop(self, id: str, mark: str | None = None) -> bool:
         """Remove a document (with the effect ``mark``) if the state holds it; whether it did."""
         _check_id(id)
-        removed = await self.state.write(lambda data: data["collections"].get(self.name, {}).pop(id, _ABSENT) is not _ABSENT, None if mark is None else (mark, f"removed {id}"))
-        return bool(removed)
+        return await self.state.write((self.name, id), ABSENT, None if mark is None else (mark, f"removed {id}"))
 
     def check(self, doc: Any) -> dict[str, Any]:
         """``doc`` as the model checks it and dumps it to JSON; an options error naming the field."""
@@ -296,27 +312,6 @@ class _Marks:
 
 
 # -- small things --------------------------------------------------------------------------
-
-
-def _empty() -> dict[str, Any]:
-    return {"version": VERSION, "values": {}, "collections": {}, "applied": []}
-
-
-def _readable(agent: str, data: dict[str, Any]) -> dict[str, Any]:
-    """The stored state, with what is missing filled in; a store error if it does not read."""
-    out = {**_empty(), **copy.deepcopy(data)}
-    why = None
-    if out["version"] != VERSION:
-        why = f"version {out['version']!r} (this aerix reads version {VERSION})"
-    elif not isinstance(out["values"], dict):
-        why = "'values' is not an object"
-    elif not isinstance(out["collections"], dict) or not all(isinstance(c, dict) for c in out["collections"].values()):
-        why = "'collections' is not an object of objects"
-    elif not isinstance(out["applied"], list) or not all(isinstance(m, list) and len(m) == 2 for m in out["applied"]):
-        why = "'applied' is not a list of [key, result] pairs"
-    if why is not None:
-        raise AerixError("store", f"the state of agent {agent!r} does not read: {why}")
-    return out
 
 
 def _check_name(name: Any) -> None:

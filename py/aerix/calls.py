@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any
 from .abort import Abort
 from .errors import AerixError
 from .events import Call, NewArtifact, Result, Taint
+from .state_taint import CallReads
 from .tools import Tool, ToolContext, run_tool
 from .trust import TrustFlag, flag_holds, policy_refusal
 from .turn import repeated_note
@@ -158,6 +159,7 @@ async def _call(loop: Loop, call: Call) -> tuple[Call, list[NewArtifact | Taint 
         channels=loop.channels.for_call(call.id),
         caller=caller,
     )
+    reads = CallReads(loop.conversation)  # a marked item of the agent's state it reads taints (state_taint.py)
     hooks = agent.hooks
     try:
         refused = await _refused_by_policy(loop, tool)
@@ -182,11 +184,12 @@ async def _call(loop: Loop, call: Call) -> tuple[Call, list[NewArtifact | Taint 
         if replaced is not None:
             result = Result(call.id, call.tool, replaced, error)
         events: list[NewArtifact | Taint | Result] = list(artifacts.made)
-        if (taints or caller.tainted) and loop.conversation.taint is None:  # from outside: tainted before the model sees it
+        if (taints or caller.tainted or reads.found is not None) and loop.conversation.taint is None:  # from outside: tainted before the model sees it
             loop.conversation.taint = {"source": tool.name, "at": call.id}
             events.append(Taint(tool.name, call.id))
         return call, events + [_cut(result, loop.limits.result_chars)]
     finally:
+        reads.close()
         if signal is not loop.signal:
             signal.close()
 

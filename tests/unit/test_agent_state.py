@@ -40,12 +40,21 @@ class Crash(BaseException):
     """The page dies: nothing after it runs, no clean-up (a BaseException, as in test_durable)."""
 
 
-class CrashingStore(MemoryStore):
-    """A store that dies right after its n-th write of a kind, and counts state writes."""
+class WholeStore(MemoryStore):
+    """A store without the state item methods: agent state is kept whole (get_state/put_state)."""
 
-    def __init__(self, what=None, at=1):
+    get_state_items = get_state_item = put_state_items = None
+
+
+class CrashingStore(MemoryStore):
+    """A store that dies right after its n-th write of a kind, and counts state writes (by item,
+    or whole with ``whole=True``)."""
+
+    def __init__(self, what=None, at=1, whole=False):
         super().__init__()
         self.what, self.at, self.counts = what, at, {}
+        if whole:
+            self.get_state_items = self.get_state_item = self.put_state_items = None
 
     async def _after(self, what):
         self.counts[what] = self.counts.get(what, 0) + 1
@@ -65,7 +74,11 @@ class CrashingStore(MemoryStore):
 
     async def put_state(self, agent, state):
         await MemoryStore.put_state(self, agent, state)
-        await self._after("put_state")
+        await self._after("state")
+
+    async def put_state_items(self, agent, items):
+        await MemoryStore.put_state_items(self, agent, items)
+        await self._after("state")
 
 
 def agent(store=None, replies=(), name="planner", **options):
@@ -217,11 +230,12 @@ def test_the_system_message_changes_only_with_state_tools():
 # -- persistence -----------------------------------------------------------------------------
 
 
-@pytest.fixture(params=["memory", "sqlite"])
+@pytest.fixture(params=["memory", "whole", "sqlite"])
 def stores(request, tmp_path):
-    """Two stores on the same data: the same MemoryStore twice, or two SQLite connections."""
-    if request.param == "memory":
-        store = MemoryStore()
+    """Two stores on the same data: the same MemoryStore twice (by item, or whole), or two
+    SQLite connections."""
+    if request.param in ("memory", "whole"):
+        store = MemoryStore() if request.param == "memory" else WholeStore()
         yield store, store
         return
     path = str(tmp_path / "state.sqlite3")
@@ -260,11 +274,14 @@ async def test_agents_with_different_names_keep_apart(stores):
     await writer.state.collection("todos").upsert({"id": "w1", "title": "Write"})
     await planner.state.load()
     assert planner.state.get("theme") == "dark" and await planner.state.collection("todos").list() == []
-    assert (await first_store.get_state("writer"))["values"] == {"theme": "light"}
+    again = agent(first_store, name="writer")
+    await again.state.load()
+    assert again.state.get("theme") == "light" and [t.id for t in await again.state.collection("todos").list()] == ["w1"]
 
 
-async def test_a_write_reads_the_state_fresh_so_another_agents_write_is_kept():
-    store = MemoryStore()
+@pytest.mark.parametrize("store_kind", [MemoryStore, WholeStore])
+async def test_a_write_reads_the_state_fresh_so_another_agents_write_is_kept(store_kind):
+    store = store_kind()
     first, second = agent(store), agent(store)
     await first.state.load()
     await second.state.set("b", 2)
@@ -273,13 +290,16 @@ async def test_a_write_reads_the_state_fresh_so_another_agents_write_is_kept():
     assert (second.state.get("a"), second.state.get("b")) == (1, 2)
 
 
-async def test_concurrent_writes_of_one_agent_all_land():
+@pytest.mark.parametrize("store_kind", [MemoryStore, WholeStore])
+async def test_concurrent_writes_of_one_agent_all_land(store_kind):
     import asyncio
 
-    store = MemoryStore()
+    store = store_kind()
     a = agent(store)
     await asyncio.gather(*(a.state.set(f"k{i}", i) for i in range(10)))
-    assert (await store.get_state("planner"))["values"] == {f"k{i}": i for i in range(10)}
+    again = agent(store)
+    await again.state.load()
+    assert [again.state.get(f"k{i}") for i in range(10)] == list(range(10))
 
 
 async def test_a_stored_state_that_does_not_read_is_a_store_error():
@@ -361,16 +381,17 @@ SAVED = [('{"id": "t1", "title": "Buy milk", "done": false}', False)]
 @pytest.mark.parametrize(
     ("what", "at", "again"),
     [
-        ("put_state", 1, SAVED),  # the write landed; its effect record and the checkpoint did not: the mark answers
+        ("state", 1, SAVED),  # the write landed; its effect record and the checkpoint did not: the mark answers
         ("put_effect", 1, SAVED),  # the effect record landed; the checkpoint did not: the record answers
         ("save_run", 3, []),  # the checkpoint with the result landed (1: start, 2: the turn, 3: the result)
     ],
 )
-async def test_a_crash_after_an_upserts_write_resumes_without_applying_it_twice(what, at, again):
-    store = CrashingStore(what, at)
+@pytest.mark.parametrize("whole", [False, True], ids=["by-item", "whole"])
+async def test_a_crash_after_an_upserts_write_resumes_without_applying_it_twice(what, at, again, whole):
+    store = CrashingStore(what, at, whole)
     with pytest.raises(Crash):
         await collect(agent(store, UPSERT_RUN, state_tools=True).run("Save it", run_id="r1"))
-    assert store.counts["put_state"] == 1
+    assert store.counts["state"] == 1
     # between the crash and the resume, a person edits the document: a second apply would undo it
     person = agent(store)
     await person.state.collection("todos").upsert({"id": "t1", "title": "Buy oat milk"})
@@ -378,15 +399,16 @@ async def test_a_crash_after_an_upserts_write_resumes_without_applying_it_twice(
     assert [r.id for r in await second.recover()] == ["r1"]
     events = await collect(second.resume("r1"))
     assert events[-1].type == "final"
-    assert store.counts["put_state"] == 2, "the resumed run wrote the state again"
+    assert store.counts["state"] == 2, "the resumed run wrote the state again"
     assert [t.title for t in await second.state.collection("todos").list()] == ["Buy oat milk"]
     assert results(events) == again
 
 
-async def test_a_crash_after_a_removes_write_resumes_without_applying_it_twice():
-    store = CrashingStore()
+@pytest.mark.parametrize("whole", [False, True], ids=["by-item", "whole"])
+async def test_a_crash_after_a_removes_write_resumes_without_applying_it_twice(whole):
+    store = CrashingStore(whole=whole)
     await agent(store).state.collection("todos").upsert({"id": "t1", "title": "Buy milk"})
-    store.what = "put_state"
+    store.what = "state"
     store.at = 2
     with pytest.raises(Crash):
         await collect(agent(store, REMOVE_RUN, state_tools=True).run("Remove it", run_id="r1"))

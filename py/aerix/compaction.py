@@ -20,10 +20,12 @@ bytes per token). When the prompt would leave less than ``Limits.max_tokens`` of
   :data:`SUMMARY_SCHEMA`, asked after the conversation's own first messages (so the engine
   reuses its cache) with every message it replaces in its input, the user's included; it counts
   in the run's tokens and timeout (its ``usage`` event comes before ``compact``), not in its
-  turns. With ``method="digest"``, or when the summary fails, is cut or does not read, a
-  deterministic digest (:func:`digest`): every user message verbatim, calls, results and
-  answers shortened or, when even that does not fit, left out (then the ``compact`` event says
-  ``method: "digest"`` and why, in ``note``).
+  turns. With ``method="digest"``, or when the summary fails, is cut (it stopped at its cap, or
+  ran past it: the engine counted more tokens than the cap or, counting none, its text is
+  longer than the cap at 8 bytes a token) or does not read, a deterministic digest
+  (:func:`digest`): every user message verbatim, calls, results and answers shortened or, when
+  even that does not fit, left out (then the ``compact`` event says ``method: "digest"`` and
+  why, in ``note``).
 
 From there the conversation is append-only again, so the engine's prefix cache works after one
 generation. When no cut can make room the run ends ``context``; before the engine has counted
@@ -42,7 +44,7 @@ from typing import TYPE_CHECKING, Any, AsyncGenerator, Iterable, Literal
 from .errors import AerixError, describe
 from .events import Compacted, End, Event, Usage
 from .state import Conversation, utf8_size
-from .streams import Stream
+from .streams import Stream, usage_of
 from .turn import nests_too_deep
 
 if TYPE_CHECKING:
@@ -54,6 +56,7 @@ __all__ = ["BYTES_PER_TOKEN", "COMPACTED_HEAD", "Compaction", "SUMMARY_ASK", "SU
 BYTES_PER_TOKEN = 2.0  # before the engine's first count: fewer than prose or JSON take in common tokenizers
 _MARGIN = 0.8  # what the engine has not counted yet is taken at 80 % of its measured bytes per token
 _PER_MESSAGE = 8  # the chat template's own tokens around a message
+_MAX_BYTES_PER_TOKEN = 8  # the most bytes of text a token is taken to hold (state.Conversation.measure's bound too)
 _DETAIL = (400, 100, 0)  # a digest's characters per input, result and answer (0: none): the first that fits
 
 SUMMARY_SCHEMA: dict[str, Any] = {
@@ -311,11 +314,28 @@ def _read_summary(text: str, done: Any, cap: int) -> tuple[str | None, str | Non
         return None, "the summary generation ended without a done item"
     if done.get("finish_reason") == "length":
         return None, f"the summary was cut at {cap} tokens"
+    over = _over_cap(text, done, cap)
+    if over is not None:  # an engine that ignored max_tokens: kept, it would not fit where it goes
+        return None, f"the summary was cut at {cap} tokens: {over}"
     data = reply_object(text)
     summary = data.get("summary", data.get("final"))
     if not isinstance(summary, str) or not summary.strip():
         return None, 'the summary did not read as {"summary": text}'
     return summary.strip(), None
+
+
+def _over_cap(text: str, done: dict[str, Any], cap: int) -> str | None:
+    """Why a summary that ended on its own is over its cap, or ``None``: the engine counted more
+    tokens than the cap, or (an engine that counts none) it is longer than the cap at
+    ``_MAX_BYTES_PER_TOKEN`` bytes a token, more than any token holds."""
+    usage = usage_of(done)
+    counted = 0 if usage is None else usage.completion_tokens
+    if counted > cap:
+        return f"the engine counted {counted} (it did not stop at max_tokens)"
+    size = utf8_size(text)
+    if counted == 0 and size > cap * _MAX_BYTES_PER_TOKEN:
+        return f"its {size} bytes are more than {cap} tokens hold"
+    return None
 
 
 # -- the digest --------------------------------------------------------------------------------

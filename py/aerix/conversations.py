@@ -20,7 +20,9 @@ conversation writes the record first; the conversation follows the run started l
 agent's system message, then ``user`` and ``assistant`` only, not ending in calls without their
 results) and raises ``AerixError(kind="options")`` naming what is wrong. Text from outside has
 its chat-template control tokens broken, as every prompt does. An export does not carry its
-taint: a loaded conversation that holds tool results counts as tainted (``source`` ``"load"``).
+taint: a loaded conversation that holds tool calls, or a compaction's summary or digest (which
+may stand for tool results, a tainted page among them), counts as tainted (``source``
+``"load"``). A kept conversation keeps its taint (in its record and its run's checkpoint).
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ import json
 import re
 from typing import Any
 
-from .compaction import reply_object
+from .compaction import COMPACTED_HEAD, SUMMARY_ASK, reply_object
 from .durable.book import use_store
 from .durable.record import RunRecord
 from .errors import AerixError
@@ -108,6 +110,9 @@ def _unreadable(record: dict[str, Any]) -> str | None:
         return f"version {record.get('version')!r} (this aerix reads version {VERSION})"
     if not isinstance(record.get("run_id"), (str, type(None))) or not isinstance(record.get("calls_made"), int):
         return "it needs 'run_id' (a string or null) and 'calls_made'"
+    taint = record.get("taint")
+    if taint is not None and not (isinstance(taint, dict) and all(isinstance(taint.get(k), str) for k in ("source", "at"))):
+        return "its 'taint' is not null or {source, at}"
     return _bad_messages(record.get("messages"))
 
 
@@ -144,7 +149,8 @@ def conversation_from(messages: Any, system: str) -> Conversation:
     ids = [int(n) for m in messages[1:] for n in _CALL_ID.findall(m["content"])]
     conversation.calls_made = max(ids, default=0)  # new calls get new ids
     replies = [m for m in messages if m["role"] == "assistant"]
-    if any(isinstance(_calls_of(m["content"]), list) for m in replies):
+    compacted = any(m["role"] == "user" and m["content"].startswith(COMPACTED_HEAD) for m in messages[1:])
+    if compacted or any(isinstance(_calls_of(m["content"]), list) for m in replies):
         conversation.taint = {"source": "load", "at": "load"}
     return conversation
 
@@ -158,8 +164,6 @@ def transcript(messages: list[dict[str, str]]) -> list[dict[str, Any]]:
     final answers, ``{role, text}`` (an answer that is an object also as ``output``). Left out: the
     system message, the turns that call tools and the results that answer them, the loop's notes to
     the model, and a compaction's summary (and its request), which stand for earlier turns."""
-    from .compaction import COMPACTED_HEAD, SUMMARY_ASK
-
     out: list[dict[str, Any]] = []
     for m in messages[1:]:
         content = m["content"]

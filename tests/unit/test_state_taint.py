@@ -178,3 +178,44 @@ async def test_reads_outside_a_call_taint_nothing_and_tainted_reports_the_mark()
     await collect(a.run("go"))
     assert [n.text for n in await a.state.collection("notes").list()] == [PAGE]  # the developer's read
     assert a.state.tainted("nothing") is None and await a.state.collection("notes").tainted("n9") is None
+
+
+class Crash(BaseException):
+    """The process dies: nothing after it runs."""
+
+
+class CrashingStore(MemoryStore):
+    def __init__(self, at):
+        super().__init__()
+        self.at, self.saves = at, 0
+
+    async def save_run(self, run):
+        await MemoryStore.save_run(self, run)
+        self.saves += 1
+        if self.saves == self.at:
+            raise Crash(f"save_run #{self.at}")
+
+
+def reading_then_keeping(messages, options):
+    last = messages[-1]["content"]
+    if '"read_page"' in last:
+        return calls(("state_notes_upsert", {"id": "n1", "text": PAGE}))
+    if '"state_notes_upsert"' in last:
+        return final("Kept.")
+    return calls(("read_page", {"url": "u"}))
+
+
+@pytest.mark.parametrize("at", range(2, 7))
+async def test_a_resumed_tainted_run_writes_with_its_taint(at):
+    store = CrashingStore(at)
+    try:
+        await collect(Agent(model=ScriptedModel(reading_then_keeping), name="planner", tools=[read_page()], store=store, state={"notes": Note}, state_tools=True).run("read and keep", run_id="r1"))
+    except Crash:
+        pass
+    store.at = None
+    b = Agent(model=ScriptedModel(reading_then_keeping), name="planner", tools=[read_page()], store=store, state={"notes": Note}, state_tools=True)
+    if (await b.get_run("r1")).status != "completed":
+        await b.recover()
+        events = await collect(b.resume("r1"))
+        assert events[-1].type == "final", events[-1]
+    assert await b.state.collection("notes").tainted("n1") == READ_MARK

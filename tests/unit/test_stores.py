@@ -156,3 +156,17 @@ async def test_the_contract_catches_a_store_that_ignores_a_check(ignores):
 
     with pytest.raises(AssertionError):
         await verify_store(Careless)
+def test_a_js_store_without_state_items_keeps_agent_state_whole():
+    from aerix.stores import has_state_items
+    from aerix.stores.indexeddb import IndexedDBStore
+
+    class Older:  # a store object made in JS before state items
+        name = "older"
+
+    class Newer:
+        name = "newer"
+        getStateItems = getStateItem = putStateItems = staticmethod(lambda *args: None)
+
+    assert has_state_items(IndexedDBStore(Older())) is False
+    assert has_state_items(IndexedDBStore(Newer())) is True
+    assert has_state_items(MemoryStore()) and not has_state_items(object())

@@ -318,9 +318,9 @@ async def check_state_items_are_kept_per_agent_in_put_order(store: Any) -> None:
 async def check_state_items_come_back_exactly(store: Any) -> None:
     if not has_state_items(store):
         return
-    item = {"value": {"big": 2**60 + 1, "float": 1.0, "list": [1]}}
-    await store.put_state_items("a", {"k": item})
-    item["value"]["list"].append(2)
+    kept: list[int] = [1]
+    await store.put_state_items("a", {"k": {"value": {"big": 2**60 + 1, "float": 1.0, "list": kept}}})
+    kept.append(2)
     read = await store.get_state_items("a")
     assert read == {"k": {"value": {"big": 2**60 + 1, "float": 1.0, "list": [1]}}}, "the store must keep a copy of each item, exactly"
     assert isinstance(read["k"]["value"]["float"], float), "1.0 must come back a float, not an int"

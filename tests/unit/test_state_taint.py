@@ -189,11 +189,12 @@ class CrashingStore(MemoryStore):
         super().__init__()
         self.at, self.saves = at, 0
 
-    async def save_run(self, run):
-        await MemoryStore.save_run(self, run)
+    async def save_run(self, run, revision=None, holder=None):
+        written = await MemoryStore.save_run(self, run, revision, holder)
         self.saves += 1
         if self.saves == self.at:
             raise Crash(f"save_run #{self.at}")
+        return written
 
 
 def reading_then_keeping(messages, options):

@@ -91,11 +91,19 @@ def _one_type(node: dict[str, Any], kind: str) -> dict[str, Any]:
 class _Builder:
     def __init__(self, what: str) -> None:
         self.what = what
+        self.made: dict[str, Any] = {}  # equal schemas (a $ref inlined many times) share one type
+
 
     def fail(self, at: str, message: str) -> Any:
         raise AerixError("options", f"{self.what}: {at}: {message}" if at else f"{self.what}: {message}")
 
     def build(self, node: dict[str, Any], at: str) -> Any:
+        key = json.dumps(node, sort_keys=True)
+        if key not in self.made:
+            self.made[key] = self.fresh(node, at)
+        return self.made[key]
+
+    def fresh(self, node: dict[str, Any], at: str) -> Any:
         if "oneOf" in node:
             self.fail(_join(at, "oneOf"), "oneOf is not supported in a tool's input (pydantic cannot check 'exactly one'); use anyOf")
         if "anyOf" in node:

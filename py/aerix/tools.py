@@ -9,6 +9,7 @@ result ``error: <message>``, which the model sees and can act on.
 
 from __future__ import annotations
 
+import copy
 import inspect
 import json
 import re
@@ -143,7 +144,7 @@ class Tool:
         """The JSON Schema of this tool's input, closed: a flat one lists its fields' types and
         enums only; a rich one is its whole normalised schema (descriptions included)."""
         if self.rich is not None:
-            return self.rich.schema
+            return copy.deepcopy(self.rich.schema)  # a caller's change must not reach the tool's check
         return {
             "type": "object",
             "properties": {name: f.schema() for name, f in self.fields.items()},

@@ -156,7 +156,8 @@ def from_function(tool_name: str, fn: Callable[..., Any]) -> tuple[RichInput, bo
     params, wants_ctx = function_params(tool_name, fn)
     defs = {name: (_described(hint), ... if default is NO_DEFAULT else default) for name, hint, default in params}
     try:
-        model = create_model(f"{tool_name}_input", __config__=ConfigDict(extra="forbid"), **defs)  # type: ignore[call-overload]
+        # no protected namespaces: a parameter may be called model_name
+        model = create_model(f"{tool_name}_input", __config__=ConfigDict(extra="forbid", protected_namespaces=()), **defs)  # type: ignore[call-overload]
     except Exception as e:
         raise AerixError("options", f"tool {tool_name!r}: its parameters' types cannot be checked: {describe(e)}") from None
     names = list(defs)

@@ -1,6 +1,9 @@
-"""A tool's input: its fields from a field map, a typed function or a pydantic model, and
+"""A tool's flat input: its fields from a field map, a typed function or a pydantic model, and
 the pydantic model that checks an input against them.
 
+A field is flat when it is a string, number, integer or boolean (``Optional`` of one, or an enum
+of one: ``Literal[...]``), without constraints; :func:`flat_hint` and :func:`model_is_flat`
+say which annotations are. An input with any other field is rich (``inputs.py``).
 A bad field definition raises ``AerixError(kind="options")`` when the tool is defined.
 """
 
@@ -14,11 +17,14 @@ from typing import Any, Callable, Literal
 
 from .errors import AerixError
 
-__all__ = ["FIELD_TYPES", "Field", "NO_DEFAULT", "fields_from_function", "fields_from_map", "fields_from_model", "json_type", "model_for", "nests_deeper", "validation_text"]
+__all__ = [
+    "FIELD_KEYS", "FIELD_TYPES", "Field", "NO_DEFAULT", "fields_from_function", "fields_from_map", "fields_from_model",
+    "flat_hint", "function_params", "json_type", "model_for", "model_is_flat", "nests_deeper", "validation_text",
+]
 
 FIELD_TYPES: dict[str, type] = {"string": str, "number": float, "integer": int, "boolean": bool}
 _PY_TYPES = {str: "string", float: "number", int: "integer", bool: "boolean"}
-_FIELD_KEYS = {"type", "description", "required", "enum"}
+FIELD_KEYS = frozenset({"type", "description", "required", "enum"})
 NO_DEFAULT: Any = inspect.Parameter.empty
 
 
@@ -50,9 +56,9 @@ def fields_from_map(tool_name: str, spec: Any) -> dict[str, Field]:
         check_field_name(where, key)
         if not isinstance(f, dict):
             raise AerixError("options", f"{where} must be a dict like {{'type': 'string'}}, got {type(f).__name__}")
-        unknown = sorted(set(f) - _FIELD_KEYS)
+        unknown = sorted(set(f) - FIELD_KEYS)
         if unknown:
-            raise AerixError("options", f"{where} has unknown key(s) {unknown}; known: {sorted(_FIELD_KEYS)}")
+            raise AerixError("options", f"{where} has unknown key(s) {unknown}; known: {sorted(FIELD_KEYS)}")
         kind = f.get("type")
         if kind not in FIELD_TYPES:
             raise AerixError("options", f"{where}: type must be one of {sorted(FIELD_TYPES)}, got {kind!r}")
@@ -69,11 +75,25 @@ def fields_from_map(tool_name: str, spec: Any) -> dict[str, Field]:
 
 def fields_from_function(tool_name: str, fn: Callable[..., Any]) -> tuple[dict[str, Field], bool]:
     """Fields from a typed function's parameters, and whether it takes ``ctx``."""
+    params, wants_ctx = function_params(tool_name, fn)
+    fields: dict[str, Field] = {}
+    for name, hint, default in params:
+        where = f"tool {tool_name!r} parameter {name!r}"
+        kind, enum, desc, optional = _field_type(where, hint)
+        if optional and default is NO_DEFAULT:
+            raise AerixError("options", f"{where}: an optional type needs a default")
+        fields[name] = Field(kind, desc, default is NO_DEFAULT, enum, default)
+    return fields, wants_ctx
+
+
+def function_params(tool_name: str, fn: Callable[..., Any]) -> tuple[list[tuple[str, Any, Any]], bool]:
+    """A typed function's input parameters as ``(name, annotation, default)``, and whether it
+    takes ``ctx``; a parameter that cannot be input is an options error."""
     try:
         hints = typing.get_type_hints(fn, include_extras=True)
     except Exception as e:
         raise AerixError("options", f"tool {tool_name!r}: cannot read the type hints: {e}") from None
-    fields: dict[str, Field] = {}
+    params: list[tuple[str, Any, Any]] = []
     wants_ctx = False
     for p in inspect.signature(fn).parameters.values():
         where = f"tool {tool_name!r} parameter {p.name!r}"
@@ -83,13 +103,36 @@ def fields_from_function(tool_name: str, fn: Callable[..., Any]) -> tuple[dict[s
         if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD, p.POSITIONAL_ONLY):
             raise AerixError("options", f"{where}: only plain named parameters can be tool input")
         if p.name not in hints:
-            raise AerixError("options", f"{where} needs a type annotation (str, int, float, bool or Literal[...])")
+            raise AerixError("options", f"{where} needs a type annotation (str, int, float, bool, Literal[...], a list, a model...)")
         check_field_name(where, p.name)
-        kind, enum, desc, optional = _field_type(where, hints[p.name])
-        if optional and p.default is NO_DEFAULT:
-            raise AerixError("options", f"{where}: an optional type needs a default")
-        fields[p.name] = Field(kind, desc, p.default is NO_DEFAULT, enum, p.default)
-    return fields, wants_ctx
+        params.append((p.name, hints[p.name], p.default))
+    return params, wants_ctx
+
+
+def flat_hint(hint: Any, default: Any = NO_DEFAULT) -> bool:
+    """Whether a parameter or model field of this annotation (and default) is a flat field."""
+    from pydantic.fields import FieldInfo
+
+    if isinstance(default, FieldInfo):
+        return False
+    if typing.get_origin(hint) is typing.Annotated:
+        hint, *meta = typing.get_args(hint)
+        if any(not isinstance(m, str) and not (isinstance(m, FieldInfo) and not m.metadata) for m in meta):
+            return False  # a constraint (Field(ge=1), annotated_types.Len, ...) needs the rich form
+    args = typing.get_args(hint)
+    if type(None) in args and len(args) == 2:
+        hint = next(a for a in args if a is not type(None))
+    if isinstance(hint, type) and hint in _PY_TYPES:
+        return True
+    if typing.get_origin(hint) is Literal:
+        kinds = {_PY_TYPES.get(type(v)) for v in typing.get_args(hint)}
+        return len(kinds) == 1 and None not in kinds
+    return False
+
+
+def model_is_flat(model: Any) -> bool:
+    """Whether every field of a pydantic model is flat (no constraint, no nesting)."""
+    return all(flat_hint(info.annotation) and not info.metadata for info in model.model_fields.values())
 
 
 def fields_from_model(tool_name: str, model: Any) -> dict[str, Field]:

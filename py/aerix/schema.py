@@ -7,7 +7,8 @@
 tool's input), and returns it self-contained and closed: each ``$ref`` to ``#/$defs/<name>`` is
 replaced by a copy of that definition (a definition that reaches itself is refused: a recursive
 answer cannot be decoded), ``$defs`` is dropped, and an object schema (``"type": "object"``)
-without ``additionalProperties`` gets ``additionalProperties: false``. Anything wrong is
+(or a list of types with ``"object"`` in it) without ``additionalProperties`` gets
+``additionalProperties: false``. Anything wrong is
 ``AerixError("options", ...)`` naming the JSON path of the bad keyword::
 
     output schema: properties.city.type: 'strnig' is not a JSON Schema type
@@ -20,6 +21,9 @@ The subset, each keyword's value checked:
   one of ``properties``; ``additionalProperties``: a boolean or a schema;
 - ``items``: a schema (the list form is refused); ``minItems``, ``maxItems``, ``minLength``,
   ``maxLength``: integers >= 0, a minimum no more than its maximum;
+- ``pattern``: a regular expression in the subset the engine's grammar holds
+  (:mod:`aerix.patterns`: anchored ``^...$``, no ``\\d``, ...); checked in both modes, since a
+  pattern the grammar cannot read fails every request;
 - ``minimum``, ``maximum``, ``exclusiveMinimum``, ``exclusiveMaximum``: finite numbers;
 - ``enum``: a non-empty list of JSON values; ``const``: a JSON value;
 - ``anyOf``, ``oneOf``: non-empty lists of schemas;
@@ -51,9 +55,11 @@ from __future__ import annotations
 
 import math
 import operator
+import re
 from typing import Any, Callable, NoReturn
 
 from .errors import AerixError
+from .patterns import pattern_problem
 
 __all__ = ["MAX_CHARS", "MAX_DEPTH", "MAX_NODES", "TYPES", "normalise", "validate"]
 
@@ -143,7 +149,8 @@ class _Walk:
             elif key != "discriminator":  # OpenAPI's, not JSON Schema's: its mapping names $defs, which go
                 out[key] = self.other(key, value, where, depth, stack)
         self.together(out, at)
-        if out.get("type") == "object" and "additionalProperties" not in out:
+        kinds = out.get("type")
+        if (kinds == "object" or (isinstance(kinds, list) and "object" in kinds)) and "additionalProperties" not in out:
             out["additionalProperties"] = False
         return out
 
@@ -266,6 +273,14 @@ def _values(walk: _Walk, value: Any, at: str, depth: int, stack: tuple[str, ...]
     return walk.value(value, at, depth + 1)
 
 
+def _pattern(walk: _Walk, value: Any, at: str, depth: int, stack: tuple[str, ...]) -> Any:
+    _text(walk, value, at, depth, stack)
+    problem = pattern_problem(value)
+    if problem is not None:
+        walk.fail(at, f"{_short(value)}: {problem}")
+    return value
+
+
 def _additional(walk: _Walk, value: Any, at: str, depth: int, stack: tuple[str, ...]) -> Any:
     return value if isinstance(value, bool) else walk.schema(value, at, depth + 1, stack)
 
@@ -281,6 +296,7 @@ _KEYWORDS: dict[str, _Check] = {
     "maxItems": _count,
     "minLength": _count,
     "maxLength": _count,
+    "pattern": _pattern,
     "minimum": _number,
     "maximum": _number,
     "exclusiveMinimum": _number,
@@ -342,6 +358,8 @@ def validate(value: Any, schema: dict[str, Any], at: str) -> None:
     elif isinstance(value, str):
         if not schema.get("minLength", 0) <= len(value) <= schema.get("maxLength", len(value)):
             raise ValueError(f"{at}: {len(value)} characters is out of range")
+        if "pattern" in schema and re.fullmatch(schema["pattern"][1:-1], value) is None:
+            raise ValueError(f"{at}: does not match {schema['pattern']}")
     elif _is(value, "number"):
         _validate_number(value, schema, at)
 

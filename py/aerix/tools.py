@@ -1,5 +1,6 @@
 """A tool's life: its definition (three forms), its input check, its run, its result text.
-(How its input fields are read and checked is in ``fields.py``.)
+(How a flat input's fields are read and checked is in ``fields.py``; a rich input, a JSON
+Schema or nested types, in ``inputs.py``.)
 
 Definitions are checked when made: a bad one raises ``AerixError(kind="options")`` at once.
 At run time nothing a tool does ends the run: a failed input check or a throw becomes the
@@ -8,6 +9,7 @@ result ``error: <message>``, which the model sees and can act on.
 
 from __future__ import annotations
 
+import copy
 import inspect
 import json
 import re
@@ -16,7 +18,8 @@ from typing import Any, Callable
 
 from .errors import AerixError, message_of
 from .trust import TrustFlag, check_trust
-from .fields import Field, nests_deeper, fields_from_function, fields_from_map, fields_from_model, json_type, model_for, validation_text
+from .fields import Field, nests_deeper, fields_from_function, fields_from_map, fields_from_model, flat_hint, function_params, json_type, model_for, model_is_flat, validation_text
+from .inputs import RichInput, from_function, from_model, from_schema, is_json_schema, schema_of_map
 
 __all__ = ["ContextKey", "Decision", "Field", "Tool", "ToolContext", "WaitingForApproval", "run_tool", "tool"]
 
@@ -100,7 +103,10 @@ class ToolContext:
 
 
 class Tool:
-    """A defined tool. Build one with :func:`tool`; the Agent calls it through :func:`run_tool`."""
+    """A defined tool. Build one with :func:`tool`; the Agent calls it through :func:`run_tool`.
+
+    A flat input has its ``fields``; a rich one (``rich``: a JSON Schema, nested types) has
+    none, and its schema is ``input_schema()``."""
 
     def __init__(
         self,
@@ -115,6 +121,7 @@ class Tool:
         already_applied: Callable[[str, dict[str, Any]], Any] | None = None,
         trust: dict[str, TrustFlag] | None = None,
         timeout_s: float | None = None,
+        rich: RichInput | None = None,
     ) -> None:
         self.name = name
         self.description = description
@@ -127,12 +134,17 @@ class Tool:
         self.already_applied = already_applied
         self.trust = check_trust(name, trust)
         self.timeout_s = timeout_s
+        self.rich = rich
 
     def __repr__(self) -> str:
-        return f"Tool(name={self.name!r}, fields={list(self.fields)})"
+        names = list(self.fields) if self.rich is None else list(self.rich.schema.get("properties", {}))
+        return f"Tool(name={self.name!r}, fields={names})"
 
     def input_schema(self) -> dict[str, Any]:
-        """The JSON Schema of this tool's input: flat, closed, required fields listed."""
+        """The JSON Schema of this tool's input, closed: a flat one lists its fields' types and
+        enums only; a rich one is its whole normalised schema (descriptions included)."""
+        if self.rich is not None:
+            return copy.deepcopy(self.rich.schema)  # a caller's change must not reach the tool's check
         return {
             "type": "object",
             "properties": {name: f.schema() for name, f in self.fields.items()},
@@ -146,10 +158,12 @@ class Tool:
 
         if not isinstance(input, dict):
             raise ValueError(f"input must be an object, got {json_type(input)}")
+        if self.rich is not None:
+            return self.rich.check(input)
         if self._validator is None:
             self._validator = model_for(self.name, self.fields)
         try:
-            checked = self._validator.model_validate(input)
+            checked = self._validator.model_validate(input, strict=True)
         except ValidationError as e:
             raise ValueError(validation_text(e)) from None
         dumped: dict[str, Any] = checked.model_dump(exclude_unset=not self._keep_unset)
@@ -206,7 +220,14 @@ def tool(
 
         tool(name="weather", description="...", input=WeatherInput, run=...)  # a pydantic model
 
-    ``@tool(name=..., description=...)`` also works as a decorator with overrides.
+        tool(name="order", description="...", run=..., input={           # a JSON Schema
+            "type": "object", "required": ["items"],
+            "properties": {"items": {"type": "array", "items": {"type": "object", ...}}}})
+
+    ``@tool(name=..., description=...)`` also works as a decorator with overrides. Nested
+    types (``list[Item]``, a nested model, a ``TypedDict``, a dataclass, ``tuple[...]``, an
+    ``Enum``, ``Field(ge=1)``) work in a model and in a function's parameters; a field map's
+    entry may be any property schema plus ``required`` (see :mod:`aerix.inputs`).
 
     ``effect=True`` marks a tool with a side effect: in a durable run its result is recorded
     under an effect key (``effect_key(input)``, default ``<run id>:<tool>:<sha256 of input>``)
@@ -238,8 +259,13 @@ def tool(
         raise AerixError("options", f"tool {name!r}: run must be callable, got {type(run).__name__}")
     invoke = _adapt_run(run)
     if input is not None and isinstance(input, type) and hasattr(input, "model_fields"):
+        if not model_is_flat(input):
+            return Tool(name, description, {}, invoke, rich=from_model(name, input), **effects)
         fields = fields_from_model(name, input)
         return Tool(name, description, fields, invoke, validator=input, keep_unset=True, **effects)
+    schema = input if is_json_schema(input) else schema_of_map(name, input)
+    if schema is not None:
+        return Tool(name, description, {}, invoke, rich=from_schema(name, schema), **effects)
     fields = fields_from_map(name, {} if input is None else input)
     return Tool(name, description, fields, invoke, keep_unset=False, **effects)
 
@@ -278,12 +304,17 @@ def _from_function(fn: Callable[..., Any], *, name: str | None, description: str
         raise AerixError("options", f"@tool needs a function, got {type(fn).__name__}")
     name = _check_name(name or getattr(fn, "__name__", None))
     description = _check_description(name, description or inspect.getdoc(fn))
-    fields, wants_ctx = fields_from_function(name, fn)
+    params, _ = function_params(name, fn)
+    rich = None
+    if all(flat_hint(hint, default) for _, hint, default in params):
+        fields, wants_ctx = fields_from_function(name, fn)
+    else:
+        (rich, wants_ctx), fields = from_function(name, fn), {}
 
     def invoke(input: dict[str, Any], ctx: ToolContext) -> Any:
         return fn(**input, ctx=ctx) if wants_ctx else fn(**input)
 
-    return Tool(name, description, fields, invoke, keep_unset=True, **effects)
+    return Tool(name, description, fields, invoke, keep_unset=True, rich=rich, **effects)
 
 
 def _adapt_run(run: Callable[..., Any]) -> Callable[[dict[str, Any], ToolContext], Any]:

@@ -19,6 +19,7 @@ from functools import lru_cache
 from typing import Any, Sequence
 
 from .fields import NO_DEFAULT
+from .input_view import input_lines
 from .output import Output
 from .tools import Tool
 
@@ -213,13 +214,15 @@ def _unfence(text: str) -> str:
 
 def system_message(instructions: str, tools: Sequence[Tool], output: Output | None = None) -> str:
     """The system message: the instructions, then the contract and the tools (and, with an
-    ``output``, the schema the final answer follows). Chat-template control tokens in it (from
+    ``output``, the schema the final answer follows). A flat tool's fields are one line each; a
+    rich tool's nested fields are indented under theirs (:mod:`aerix.input_view`). Chat-template control tokens in it (from
     the instructions, a tool's or a field's description, the output schema) are broken, as in
     any message from outside (:func:`neutralise`)."""
     view = [
         {
             "name": t.name,
             "description": t.description,
+            "lines": None if t.rich is None else input_lines(t.rich.schema),
             "fields": {
                 k: {
                     "type": f.type,

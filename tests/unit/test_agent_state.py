@@ -205,7 +205,6 @@ def test_a_bad_collection_is_an_options_error_at_construction(state, words):
 
 def test_bad_state_tools_options_are_options_errors():
     for options, words in (
-        ({"state": {"todos": Nested}, "state_tools": True}, "'tags'"),  # tool input is flat
         ({"state_tools": True}, "state={name: Model}"),
         ({"state": {"todos": Todo}, "state_tools": "yes"}, "True or False"),
         ({"state": {"todos": Todo}, "state_tools": True, "tools": [tool(name="state_todos_list", description="Mine.", input={}, run=lambda i: "x")]}, "two tools"),
@@ -214,6 +213,8 @@ def test_bad_state_tools_options_are_options_errors():
             Agent(model=ScriptedModel([]), **options)
         assert e.value.kind == "options" and words in e.value.message, e.value.message
     Agent(model=ScriptedModel([]), state={"todos": Nested})  # nested fields are fine without state tools
+    nested = Agent(model=ScriptedModel([]), state={"todos": Nested}, state_tools=True)  # and with them: a rich tool input
+    assert nested.tool_named("state_todos_upsert").input_schema()["properties"]["tags"] == {"items": {"type": "string"}, "type": "array"}
 
 
 def test_the_system_message_changes_only_with_state_tools():

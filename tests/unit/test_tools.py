@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Callable, Literal
 
 import pytest
 from pydantic import BaseModel
@@ -153,11 +153,11 @@ def test_bad_decorated_functions_raise_options_errors():
         def untyped(city) -> str:
             """Has no annotation."""
 
-    with pytest.raises(AerixError, match="is not allowed"):
+    with pytest.raises(AerixError, match="JSON Schema cannot express"):
 
         @tool
-        def listy(cities: list) -> str:
-            """List input."""
+        def callback(then: Callable[[], None]) -> str:
+            """A function is no JSON."""
 
     with pytest.raises(AerixError, match="needs a non-empty description"):
 
@@ -172,21 +172,25 @@ def test_bad_decorated_functions_raise_options_errors():
             """Varargs."""
 
 
-def test_pydantic_model_with_a_nested_field_is_refused():
+async def test_pydantic_model_with_a_nested_field_is_a_rich_input():
     class Nested(BaseModel):
         where: list[str]
 
-    with pytest.raises(AerixError) as e:
-        tool(name="nested", description="d", input=Nested, run=lambda i, c: "")
-    assert e.value.kind == "options" and "where" in str(e.value)
+    t = tool(name="nested", description="d", input=Nested, run=lambda i, c: i["where"][0])
+    assert t.fields == {} and t.input_schema()["properties"] == {"where": {"items": {"type": "string"}, "type": "array"}}
+    assert await run_tool(t, {"where": ["Oslo"]}, ctx()) == ("Oslo", False)
+    assert await run_tool(t, {"where": "Oslo"}, ctx()) == ("error: invalid input for nested: where: Input should be a valid array", True)
 
 
-def test_literal_of_mixed_types_is_refused():
-    with pytest.raises(AerixError, match="Literal values"):
+async def test_literal_of_mixed_types_is_a_rich_enum():
+    @tool
+    def mixed(x: Literal["a", 1]) -> str:
+        """Mixed."""
+        return repr(x)
 
-        @tool
-        def mixed(x: Literal["a", 1]) -> str:
-            """Mixed."""
+    assert mixed.input_schema()["properties"]["x"] == {"enum": ["a", 1]}
+    assert await run_tool(mixed, {"x": 1}, ctx()) == ("1", False)
+    assert (await run_tool(mixed, {"x": "b"}, ctx()))[1]
 
 
 def test_duplicate_tool_names_are_refused_when_the_agent_is_built():

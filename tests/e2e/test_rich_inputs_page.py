@@ -13,6 +13,7 @@ import re
 from conftest import sent_schema
 
 from aerix import tool
+from aerix.compaction import SUMMARY_SCHEMA
 
 SCHEMA = {
     "type": "object",
@@ -62,7 +63,10 @@ def test_a_tool_taking_an_array_of_objects_gets_a_valid_input_on_every_generatio
     assert shape["properties"]["input"]["properties"]["items"]["items"]["additionalProperties"] is False
     assert "  - sku (string, required, matching ^[A-Z]{3}-[0-9]{2}$)" in out["system"]
     assert out["requests"], "no generation reached the engine"
-    for request in out["requests"]:
+    # eight noisy runs fill the tiny model's context, so a compaction may ask for a summary (under its own schema)
+    turns = [r for r in out["requests"] if sent_schema(r) != SUMMARY_SCHEMA]
+    assert turns, "no turn reached the engine"
+    for request in turns:
         assert sent_schema(request) == out["schema"]
     calls = results = 0
     for events in out["runs"]:

@@ -9,7 +9,8 @@ Pyodide (``bench/bfcl_page.mjs`` loads this file), so both sides build the very 
 - ``tool_names(names)``: each BFCL name (``math.factorial``) as an aerix tool name
   (``math_factorial``), one for one, so calls map back;
 - ``tools_for(functions)``: the question's functions as aerix tools (that never run);
-- ``agent_for(model, tools, variant)``: the Agent of a variant (``VARIANTS``);
+- ``agent_for(model, tools, variant)``: the Agent of a variant (``VARIANTS``: each a
+  ``TurnFormat``, ``FORMATS``);
 - ``first_turn(agent, prompt)``: runs until the parser accepts a turn, then stops (no tool runs);
 - ``bfcl_calls(record, names)``: that turn's calls in BFCL's format, ``[{name: {arg: value}}]``;
 - ``question_record(model, category, entry)``: all of it for one question, as both sides log it,
@@ -25,11 +26,11 @@ import time
 from contextlib import aclosing
 from typing import Any, Callable
 
-from aerix import Agent, AerixError, tool
+from aerix import Agent, AerixError, TurnFormat, tool
 from aerix.schema import normalise, validate
 from aerix.tools import NAME, Tool
 
-__all__ = ["Unconvertible", "VARIANTS", "agent_for", "bfcl_calls", "fingerprint", "first_turn", "json_schema", "prepared", "prompt_of", "question_json", "question_record", "tool_names", "tools_for"]
+__all__ = ["FORMATS", "Unconvertible", "VARIANTS", "agent_for", "bfcl_calls", "fingerprint", "first_turn", "json_schema", "prepared", "prompt_of", "question_json", "question_record", "tool_names", "tools_for"]
 
 # BFCL's parameter types (Python's names) as JSON Schema's; "any" has no type constraint.
 TYPES: dict[str, str | None] = {
@@ -172,13 +173,31 @@ def tools_for(functions: list[dict[str, Any]]) -> tuple[list[Tool], dict[str, st
     return tools, names, notes
 
 
-def _default(model: Any, tools: list[Tool]) -> Agent:
-    """aerix as a user gets it: no instructions, the default limits, greedy decoding."""
-    return Agent(model=model, tools=tools, generation={"temperature": 0})
+# Variant name -> the TurnFormat its agent writes turns in (issue 27, part 3: the ablations). One
+# variant per knob value away from the default, and the corner with the fewest tokens both ways.
+# A name is part of the run's file names; `python -m bench.bfcl_variants` tables them side by side.
+FORMATS: dict[str, TurnFormat] = {
+    "default": TurnFormat(),
+    "thought-last": TurnFormat(thought="last"),
+    "thought-none": TurnFormat(thought="none"),
+    "compact": TurnFormat(system="compact"),
+    "input-first": TurnFormat(call_keys="input_first"),
+    "example": TurnFormat(example=True),
+    "drop-duplicates": TurnFormat(duplicate_calls="drop"),
+    "compact+thought-none": TurnFormat(system="compact", thought="none"),
+}
 
 
-# Variant name -> how its agent is made; add ablations here (a name is part of the run's file name).
-VARIANTS: dict[str, Callable[[Any, list[Tool]], Agent]] = {"default": _default}
+def _made_with(fmt: TurnFormat) -> Callable[[Any, list[Tool]], Agent]:
+    def make(model: Any, tools: list[Tool]) -> Agent:
+        """aerix as a user gets it: no instructions, the default limits, greedy decoding; and the format."""
+        return Agent(model=model, tools=tools, generation={"temperature": 0}, turn_format=fmt)
+
+    return make
+
+
+# Variant name -> how its agent is made (a name is part of the run's file name).
+VARIANTS: dict[str, Callable[[Any, list[Tool]], Agent]] = {name: _made_with(fmt) for name, fmt in FORMATS.items()}
 
 
 def agent_for(model: Any, tools: list[Tool], variant: str = "default") -> Agent:
@@ -221,7 +240,7 @@ async def first_turn(agent: Agent, prompt: str) -> dict[str, Any]:
 def prepared(model: Any, entry: dict[str, Any], variant: str = "default") -> dict[str, Any]:
     """The question's agent and how it was made (``agent``, ``names``, ``notes``), and
     its ``fingerprint``: the sha256 of what the model is sent (system message, turn schema, the
-    question, the generation settings, the limits), so a logged answer is reused only while
+    question, the generation settings, the limits) and of the turn format, so a logged answer is reused only while
     aerix would still ask the same. Or, when no agent could be made, ``unconverted`` (this module
     could not write a function as JSON Schema) or ``unexpressed`` (aerix refused a tool: the
     AerixError), which is then the fingerprint."""
@@ -232,7 +251,7 @@ def prepared(model: Any, entry: dict[str, Any], variant: str = "default") -> dic
     except AerixError as e:
         return {"unexpressed": f"{e.kind}: {e.message}", "fingerprint": f"unexpressed: {e.kind}: {e.message}"}
     agent = agent_for(model, tools, variant)
-    sent = [agent.system, agent.schema, prompt_of(entry), agent.generation, repr(agent.limits)]
+    sent = [agent.system, agent.schema, prompt_of(entry), agent.generation, repr(agent.limits), repr(agent.turn_format)]
     fingerprint = hashlib.sha256(json.dumps(sent, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
     return {"agent": agent, "names": names, "notes": notes, "fingerprint": fingerprint}
 

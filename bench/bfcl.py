@@ -22,6 +22,9 @@ the model is sent: system message, turn schema, question, settings); ``--fresh``
 ``bench/results/bfcl-<model>.json`` (``bfcl-<model>-<variant>.json`` for another variant): every
 question's calls, verdict and error type, the summary and the page comparison; prints the table.
 
+``--variant NAME``: the agent's ``TurnFormat`` (``FORMATS`` in ``bench/bfcl_agent.py``, the
+ablations of issue 27); ``python -m bench.bfcl_variants`` tables the variants' results side by side.
+
 ``--page-sample N``: the first N questions of each category also run in the page (headless
 Chromium, bench/bfcl_page.html, the same GGUF in the page's engine) and their calls are compared
 with the native ones (0: skip).

@@ -9,7 +9,8 @@ Pyodide (``bench/bfcl_page.mjs`` loads this file), so both sides build the very 
 - ``tool_names(names)``: each BFCL name (``math.factorial``) as an aerix tool name
   (``math_factorial``), one for one, so calls map back;
 - ``tools_for(functions)``: the question's functions as aerix tools (that never run);
-- ``agent_for(model, tools, variant)``: the Agent of a variant (``VARIANTS``);
+- ``agent_for(model, tools, variant)``: the Agent of a variant (``VARIANTS``: each a
+  ``TurnFormat``, ``FORMATS``);
 - ``first_turn(agent, prompt)``: runs until the parser accepts a turn, then stops (no tool runs);
 - ``bfcl_calls(record, names)``: that turn's calls in BFCL's format, ``[{name: {arg: value}}]``;
 - ``question_record(model, category, entry)``: all of it for one question, as both sides log it,
@@ -25,20 +26,22 @@ import time
 from contextlib import aclosing
 from typing import Any, Callable
 
-from aerix import Agent, AerixError, tool
+from aerix import Agent, AerixError, TurnFormat, tool
+from aerix.schema import normalise, validate
 from aerix.tools import NAME, Tool
 
-__all__ = ["FIELD_TYPES", "Unconvertible", "VARIANTS", "agent_for", "bfcl_calls", "fingerprint", "first_turn", "json_schema", "prepared", "prompt_of", "question_json", "question_record", "tool_names", "tools_for"]
+__all__ = ["FORMATS", "Unconvertible", "VARIANTS", "agent_for", "bfcl_calls", "fingerprint", "first_turn", "json_schema", "prepared", "prompt_of", "question_json", "question_record", "tool_names", "tools_for"]
 
 # BFCL's parameter types (Python's names) as JSON Schema's; "any" has no type constraint.
 TYPES: dict[str, str | None] = {
     "string": "string", "integer": "integer", "float": "number", "boolean": "boolean",
     "array": "array", "tuple": "array", "dict": "object", "any": None,
 }  # fmt: skip
-KEPT = ("description", "enum", "default", "format", "minimum", "maximum", "minItems", "maxItems")  # JSON Schema's own words
+KEPT = ("description", "enum", "default", "minimum", "maximum", "minItems", "maxItems")  # JSON Schema's own words, in aerix's subset
 IGNORED = ("optional",)  # BFCL's marker of an optional parameter: ``required`` already says it
-_PYTHON = {"string": (str,), "integer": (int,), "number": (int, float), "boolean": (bool,), "array": (list,), "object": (dict,)}
-FIELD_TYPES = ("string", "number", "integer", "boolean")  # what a flat field map holds (see tools_for)
+DROPPED = ("format",)  # JSON Schema's, outside the subset aerix's tool inputs take: left out with a note
+# the types a kept keyword applies to; on another (BFCL has ``minItems`` on an array's integers) it is left out with a note
+APPLIES = {"minimum": ("integer", "number"), "maximum": ("integer", "number"), "minItems": ("array",), "maxItems": ("array",)}
 
 
 class Unconvertible(ValueError):
@@ -46,9 +49,13 @@ class Unconvertible(ValueError):
 
 
 def json_schema(parameters: dict[str, Any], where: str = "parameters") -> tuple[dict[str, Any], list[str]]:
-    """A BFCL ``parameters`` object as ``{"type": "object", "properties": ..., "required": [...]}``,
-    and notes naming what was left out: a ``default`` that is not of its parameter's type, and
-    the top level's ``default`` (BFCL's data has a word there). Raises :class:`Unconvertible`."""
+    """A BFCL ``parameters`` object as ``{"type": "object", "properties": ..., "required": [...]}``
+    in the subset aerix's tool inputs take (docs/python.md, "Rich tool inputs"), and notes naming
+    what was left out: a ``format``, a ``default`` its schema refuses, a ``required`` name that is
+    no property, and the top level's ``default`` (BFCL's data has a word there). ``tuple`` is an
+    ``array`` of its ``items``; a ``dict`` without properties an object with any keys
+    (``additionalProperties: true``); ``any`` a schema of its description alone (any JSON value:
+    an empty schema would let llama.cpp's grammar write objects only). Raises :class:`Unconvertible`."""
     notes: list[str] = []
     if parameters.get("type") not in ("dict", "object"):
         raise Unconvertible(f"{where}: type must be dict, got {parameters.get('type')!r}")
@@ -64,21 +71,24 @@ def _object(spec: dict[str, Any], where: str, notes: list[str], top: bool = Fals
     properties = spec.get("properties", {})
     if not isinstance(properties, dict):
         raise Unconvertible(f"{where}: properties must be an object")
-    out: dict[str, Any] = {"type": "object"}
-    if "properties" in spec or top:
-        out["properties"] = {k: _property(v, f"{where}.{k}", notes) for k, v in properties.items()}
+    if "properties" not in spec and not top:
+        return {"type": "object", "additionalProperties": True}  # BFCL's bare dict: any keys
+    out: dict[str, Any] = {"type": "object", "properties": {k: _property(v, f"{where}.{k}", notes) for k, v in properties.items()}}
     required = spec.get("required", [] if top else None)
-    if required is not None:  # as written: JSON Schema lets it name keys that properties leaves open
+    if required is not None:
         if not isinstance(required, list) or not all(isinstance(r, str) for r in required):
             raise Unconvertible(f"{where}: required must be a list of names")
-        out["required"] = list(required)
+        for name in required:
+            if name not in properties:  # aerix refuses it: a required key the closed object cannot hold
+                notes.append(f"{where}: required {name!r} is no property, left out")
+        out["required"] = [r for r in required if r in properties]
     return out
 
 
 def _property(spec: Any, where: str, notes: list[str]) -> dict[str, Any]:
     if not isinstance(spec, dict):
         raise Unconvertible(f"{where}: must be an object")
-    unknown = set(spec) - {"type", "items", "properties", "required", *KEPT, *IGNORED}
+    unknown = set(spec) - {"type", "items", "properties", "required", *KEPT, *IGNORED, *DROPPED}
     if unknown:
         raise Unconvertible(f"{where}: unknown key(s) {sorted(unknown)}")
     if spec.get("type") not in TYPES:
@@ -95,15 +105,36 @@ def _property(spec: Any, where: str, notes: list[str]) -> dict[str, Any]:
             raise Unconvertible(f"{where}: items on a {spec['type']}")
         out["items"] = _property(spec["items"], f"{where}[]", notes)
     for key in KEPT:
-        if key in spec:
+        if key not in spec or key == "default":
+            continue
+        if key in APPLIES and kind not in APPLIES[key]:
+            notes.append(f"{where}: {key} {spec[key]!r} on a {spec['type']} left out (it applies to {' and '.join(APPLIES[key])})")
+        else:
             out[key] = spec[key]
-    if "default" in out and kind is not None and not _is(out["default"], kind):
-        notes.append(f"{where}: default {out.pop('default')!r} is not of type {kind}, left out")
+    for key in DROPPED:
+        if key in spec:
+            notes.append(f"{where}: {key} {spec[key]!r} left out (not in aerix's JSON Schema subset)")
+    if kind is None and not out.get("description"):
+        out["description"] = "any JSON value"  # an empty schema would be an object to llama.cpp's grammar
+    if "default" in spec:
+        problem = _misfit(spec["default"], out, where)
+        if problem is None:
+            out["default"] = spec["default"]
+        else:
+            notes.append(f"{where}: default {spec['default']!r} left out ({problem})")
     return out
 
 
-def _is(value: Any, kind: str) -> bool:
-    return isinstance(value, _PYTHON[kind]) and (kind == "boolean" or not isinstance(value, bool))
+def _misfit(value: Any, schema: dict[str, Any], where: str) -> str | None:
+    """Why ``value`` does not fit ``schema`` (aerix's own check of a schema's values), or None.
+    A ``null`` fits nothing typed: aerix would take it, but it is no value of the parameter."""
+    if value is None and "type" in schema:
+        return f"null is not of type {schema['type']}"
+    try:
+        validate(value, normalise(schema, where), "default")
+    except (ValueError, AerixError) as e:
+        return str(e)
+    return None
 
 
 def tool_names(names: list[str]) -> dict[str, str]:
@@ -127,51 +158,46 @@ def _never_run(input: dict[str, Any]) -> str:
     return "error: this tool only exists to be called"  # first_turn stops before any tool runs
 
 
-def tools_for(functions: list[dict[str, Any]]) -> tuple[list[Tool], dict[str, str], str, list[str]]:
-    """``(tools, aerix name -> BFCL name, route, notes)``. Each tool's input is the function's JSON
-    Schema (route ``"schema"``). An aerix that takes only flat field maps refuses that; then a
-    function whose parameters are all flat (a type, a description, an enum, a default) is given as
-    a field map (route ``"fields"``, its defaults left out: field maps have none); otherwise the
-    ``AerixError`` is raised: aerix could not express it. The fallback is for an aerix before
-    tools took JSON Schema input; the route is logged with each question."""
+def tools_for(functions: list[dict[str, Any]]) -> tuple[list[Tool], dict[str, str], list[str]]:
+    """``(tools, aerix name -> BFCL name, notes)``: each function as a tool whose input is its
+    JSON Schema (``json_schema``). A function aerix refuses raises its ``AerixError``: aerix
+    could not express it (counted as ``aerix:unexpressed``)."""
     names = tool_names([f["name"] for f in functions])
     by_bfcl = {b: a for a, b in names.items()}
-    tools, notes, routes = [], [], set()
+    tools, notes = [], []
     for f in functions:
         schema, more = json_schema(f["parameters"], where=f["name"])
         notes += more
         name, description = by_bfcl[f["name"]], f.get("description") or f["name"]
-        try:
-            made = tool(name=name, description=description, input=schema, run=_never_run)
-            routes.add("schema")
-        except AerixError as e:
-            flat = _field_map(schema)
-            if flat is None:
-                raise e from None
-            made = tool(name=name, description=description, input=flat, run=_never_run)
-            routes.add("fields")
-        tools.append(made)
-    return tools, names, "+".join(sorted(routes)), notes
+        tools.append(tool(name=name, description=description, input=schema, run=_never_run))
+    return tools, names, notes
 
 
-def _field_map(schema: dict[str, Any]) -> dict[str, Any] | None:
-    """The schema as a flat field map, or None when it is not flat."""
-    out: dict[str, Any] = {}
-    for key, spec in schema["properties"].items():
-        if spec.get("type") not in FIELD_TYPES or set(spec) - {"type", "description", "enum", "default"}:
-            return None
-        field = {"type": spec["type"], "required": key in schema["required"]}
-        out[key] = field | {k: spec[k] for k in ("description", "enum") if k in spec}
-    return out
+# Variant name -> the TurnFormat its agent writes turns in (issue 27, part 3: the ablations). One
+# variant per knob value away from the default, and the corner with the fewest tokens both ways.
+# A name is part of the run's file names; `python -m bench.bfcl_variants` tables them side by side.
+FORMATS: dict[str, TurnFormat] = {
+    "default": TurnFormat(),
+    "thought-last": TurnFormat(thought="last"),
+    "thought-none": TurnFormat(thought="none"),
+    "compact": TurnFormat(system="compact"),
+    "input-first": TurnFormat(call_keys="input_first"),
+    "example": TurnFormat(example=True),
+    "drop-duplicates": TurnFormat(duplicate_calls="drop"),
+    "compact+thought-none": TurnFormat(system="compact", thought="none"),
+}
 
 
-def _default(model: Any, tools: list[Tool]) -> Agent:
-    """aerix as a user gets it: no instructions, the default limits, greedy decoding."""
-    return Agent(model=model, tools=tools, generation={"temperature": 0})
+def _made_with(fmt: TurnFormat) -> Callable[[Any, list[Tool]], Agent]:
+    def make(model: Any, tools: list[Tool]) -> Agent:
+        """aerix as a user gets it: no instructions, the default limits, greedy decoding; and the format."""
+        return Agent(model=model, tools=tools, generation={"temperature": 0}, turn_format=fmt)
+
+    return make
 
 
-# Variant name -> how its agent is made; add ablations here (a name is part of the run's file name).
-VARIANTS: dict[str, Callable[[Any, list[Tool]], Agent]] = {"default": _default}
+# Variant name -> how its agent is made (a name is part of the run's file name).
+VARIANTS: dict[str, Callable[[Any, list[Tool]], Agent]] = {name: _made_with(fmt) for name, fmt in FORMATS.items()}
 
 
 def agent_for(model: Any, tools: list[Tool], variant: str = "default") -> Agent:
@@ -212,22 +238,22 @@ async def first_turn(agent: Agent, prompt: str) -> dict[str, Any]:
 
 
 def prepared(model: Any, entry: dict[str, Any], variant: str = "default") -> dict[str, Any]:
-    """The question's agent and how it was made (``agent``, ``names``, ``route``, ``notes``), and
+    """The question's agent and how it was made (``agent``, ``names``, ``notes``), and
     its ``fingerprint``: the sha256 of what the model is sent (system message, turn schema, the
-    question, the generation settings, the limits), so a logged answer is reused only while
+    question, the generation settings, the limits) and of the turn format, so a logged answer is reused only while
     aerix would still ask the same. Or, when no agent could be made, ``unconverted`` (this module
     could not write a function as JSON Schema) or ``unexpressed`` (aerix refused a tool: the
     AerixError), which is then the fingerprint."""
     try:
-        tools, names, route, notes = tools_for(entry["function"])
+        tools, names, notes = tools_for(entry["function"])
     except Unconvertible as e:
         return {"unconverted": str(e), "fingerprint": f"unconverted: {e}"}
     except AerixError as e:
         return {"unexpressed": f"{e.kind}: {e.message}", "fingerprint": f"unexpressed: {e.kind}: {e.message}"}
     agent = agent_for(model, tools, variant)
-    sent = [agent.system, agent.schema, prompt_of(entry), agent.generation, repr(agent.limits)]
+    sent = [agent.system, agent.schema, prompt_of(entry), agent.generation, repr(agent.limits), repr(agent.turn_format)]
     fingerprint = hashlib.sha256(json.dumps(sent, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
-    return {"agent": agent, "names": names, "route": route, "notes": notes, "fingerprint": fingerprint}
+    return {"agent": agent, "names": names, "notes": notes, "fingerprint": fingerprint}
 
 
 class _NoModel:

@@ -20,6 +20,7 @@ from .model import Model
 from .tools import ContextKey, Tool, ToolContext, tool
 from .trust import Invoker, has_permission, require_tool_permission
 from .turn import parse_turn, system_message, turn_schema
+from .turn_format import TurnFormat
 
 __version__ = "0.1.0"
 
@@ -55,6 +56,7 @@ __all__ = [
     "Tool",
     "ToolContext",
     "Turn",
+    "TurnFormat",
     "Usage",
     "Waiting",
     "console_channel",

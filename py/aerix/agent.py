@@ -32,6 +32,7 @@ from .tools import ContextKey, Tool
 from .trust import Invoker, ToolPolicy, TrustFlag, policy_refusal
 from .output import Output
 from .turn import system_message, turn_schema
+from .turn_format import TurnFormat
 
 __all__ = ["Agent", "Answer"]
 
@@ -68,6 +69,7 @@ class Agent:
     ``"digest"``, a :class:`~aerix.compaction.Compaction`, or ``None``: never; see
     :mod:`aerix.compaction`). ``conversation_id`` (with a store): the conversation is kept there
     under this id, and a new Agent with the same id continues it (:mod:`aerix.conversations`).
+    ``turn_format``: how a turn is written (a :class:`~aerix.turn_format.TurnFormat` or a dict).
     """
 
     def __init__(
@@ -92,6 +94,7 @@ class Agent:
         output: Any = None,
         compaction: Compaction | str | dict[str, Any] | None = "model",
         conversation_id: str | None = None,
+        turn_format: TurnFormat | dict[str, Any] | None = None,
     ) -> None:
         if not callable(getattr(model, "chat", None)):
             raise AerixError("options", f"model must have a chat(messages, options) method, got {type(model).__name__}")
@@ -123,8 +126,9 @@ class Agent:
         self.artifact_store: Any = store if store is not None else ArtifactMemory()  # artifacts.py; bounded, in memory without a store
         self.clock = clock or time.time
         self.output = Output.of(output)
-        self.system = system_message(instructions, self.tools, self.output)
-        self.schema = turn_schema(self.tools, self.output) if constrain else None
+        self.turn_format = TurnFormat.of(turn_format)
+        self.system = system_message(instructions, self.tools, self.output, self.turn_format)
+        self.schema = turn_schema(self.tools, self.output, self.turn_format) if constrain else None
         self._by_name = {t.name: t for t in self.tools}
         self._runs = Runs(self, store) if store is not None else None
         self._running = False
@@ -179,7 +183,7 @@ class Agent:
         if allowed == self.tool_names:
             return self.schema
         if allowed not in self._schemas:
-            self._schemas[allowed] = turn_schema([t for t in self.tools if t.name in allowed], self.output)
+            self._schemas[allowed] = turn_schema([t for t in self.tools if t.name in allowed], self.output, self.turn_format)
         return self._schemas[allowed]
 
     def reset(self) -> None:

@@ -69,7 +69,7 @@ class KeptConversation:
         else:
             conversation = await self._latest(record)
             if conversation.messages[0]["content"] != system:
-                raise AerixError("options", f"conversation {self.id!r} was kept by an agent with other instructions or tools; continue it with the same ones")
+                raise AerixError("options", f"conversation {self.id!r} was kept by an agent with other instructions or tools (or turn format); continue it with the same ones")
         self.loaded = True
         return conversation
 
@@ -102,7 +102,7 @@ def _close(conversation: Conversation, pending: Pending) -> None:
     """Feed back the results of a turn its run did not finish: those it had, ``cancelled`` for the rest."""
     done = [(r.id, r.tool, r.text) for r in pending.results]
     left = [(c.id, c.tool, "cancelled: the run stopped before this call ran (resuming the run still can)") for c in pending.calls_left]
-    conversation.add("user", results_message(done + left))
+    conversation.add("user", results_message(done + left, pending.note))
 
 
 def _unreadable(record: dict[str, Any]) -> str | None:

@@ -12,14 +12,16 @@ as values``; an array's scalar items' constraints follow as ``each ...``. The fi
 object, of an array's objects, or of the one object choice of an ``anyOf``, follow indented
 two spaces; several object choices are shown one after another as ``shape 1:``, ``shape 2:``.
 A description is kept on one line. Defaults of ``null`` are not shown (as for flat fields).
+:func:`input_signature` says the same in JSON, for the compact layout (:mod:`aerix.turn_format`).
 """
 
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
-__all__ = ["input_lines"]
+__all__ = ["input_lines", "input_signature", "kind", "notes", "one_of"]
 
 _PLURAL = {"string", "number", "integer", "boolean", "object", "array", "null"}
 
@@ -40,12 +42,32 @@ def _fields(node: dict[str, Any], depth: int) -> list[str]:
 
 
 def _field(name: str, node: dict[str, Any], required: bool, depth: int) -> list[str]:
-    words = [kind(node), *(["required"] if required else []), *notes(node)]
-    line = f"{'  ' * depth}- {name} ({', '.join(words)})"
+    words, text = _words(node, required)
+    return [f"{'  ' * depth}- {name} ({words})" + (f": {text}" if text else ""), *_inner(node, depth + 1)]
+
+
+def _words(node: dict[str, Any], required: bool, bare: bool = False) -> tuple[str, str]:
+    """A field's kind, required and constraints, and its description on one line."""
+    words = [kind(node), *(["required"] if required else []), *notes(node, bare)]
     text = node.get("description")
-    if isinstance(text, str) and text.strip():
-        line += ": " + " ".join(text.split())
-    return [line, *_inner(node, depth + 1)]
+    return ", ".join(words), " ".join(text.split()) if isinstance(text, str) else ""
+
+
+def input_signature(schema: dict[str, Any]) -> dict[str, Any]:
+    """A rich input as the compact system message shows it, in JSON: each field's words (as its
+    line has them, ``"integer, required, >= 1: How many"``, an enum of plain words unquoted); a
+    field with fields inside is ``[its words, {its fields}]``, one object per shape."""
+    if not schema.get("properties") and isinstance(schema.get("additionalProperties"), dict):
+        return {"(any name)": _signature(schema["additionalProperties"], False)}
+    required = schema.get("required", [])
+    return {name: _signature(sub, name in required) for name, sub in schema.get("properties", {}).items()}
+
+
+def _signature(node: dict[str, Any], required: bool) -> Any:
+    words, text = _words(node, required, bare=True)
+    said = f"{words}: {text}" if text else words
+    shapes = _shapes(node)
+    return [said, *(input_signature(s) for s in shapes)] if shapes else said
 
 
 def _inner(node: dict[str, Any], depth: int) -> list[str]:
@@ -95,8 +117,9 @@ def kind(node: dict[str, Any]) -> str:
     return "any value"
 
 
-def notes(node: dict[str, Any]) -> list[str]:
-    """A node's constraints in words, then its enum or constant, then its default."""
+def notes(node: dict[str, Any], bare: bool = False) -> list[str]:
+    """A node's constraints in words, then its enum or constant, then its default; with
+    ``bare``, an enum of plain words without their quotes (:func:`one_of`)."""
     out = _counts(node.get("minLength"), node.get("maxLength"), "character")
     if "pattern" in node:
         out.append(f"matching {node['pattern']}")
@@ -112,16 +135,27 @@ def notes(node: dict[str, Any]) -> list[str]:
         out.append("no repeats")
     items = node.get("items")
     if isinstance(items, dict) and not _shapes(items):
-        out += [f"each {n}" for n in notes(items)]
+        out += [f"each {n}" for n in notes(items, bare)]
     for choice in node.get("anyOf", []):
-        out += [n for n in notes(choice) if n not in out]
+        out += [n for n in notes(choice, bare) if n not in out]
     if "enum" in node:
-        out.append("one of " + ", ".join(_json(v) for v in node["enum"]))
+        out.append(one_of(node["enum"], bare))
     if "const" in node:
         out.append(f"always {_json(node['const'])}")
     if node.get("default") is not None:
         out.append(f"default {_json(node['default'])}")
     return out
+
+
+_WORD = re.compile(r"[^\s,\"\\][^,\"\\]*(?<!\s)")
+
+
+def one_of(values: list[Any], bare: bool = False) -> str:
+    """``one of "a", "b"``; with ``bare`` and only strings without a comma, quote or backslash
+    (nor space at either end), ``one of a, b``: a JSON string holding it escapes no quotes."""
+    if bare and all(isinstance(v, str) and _WORD.fullmatch(v) for v in values):
+        return "one of " + ", ".join(values)
+    return "one of " + ", ".join(_json(v) for v in values)
 
 
 def _counts(low: Any, high: Any, what: str) -> list[str]:

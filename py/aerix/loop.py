@@ -37,6 +37,7 @@ from .trust import Invoker
 from .state import Conversation, LoopState, Pending
 from .streams import Stream, usage_of
 from .turn import TurnRefused, cut_note, parse_turn, refused_note
+from .turn_format import dropped_note
 
 if TYPE_CHECKING:
     from .agent import Agent
@@ -299,7 +300,7 @@ class Loop:
         try:
             if gen.unusable is not None:
                 raise TurnRefused(f"engine output: {gen.unusable}")
-            turn = parse_turn(gen.text, self.agent.tool_names, self.agent.output)
+            turn = parse_turn(gen.text, self.agent.tool_names, self.agent.output, self.agent.turn_format)
         except TurnRefused as refused:
             st.refused_in_row += 1
             cut = gen.finish == "length"
@@ -317,7 +318,8 @@ class Loop:
         st.refused_in_row = 0
         conversation.add("assistant", gen.text)
         calls = tuple(Call(conversation.new_call_id(), c.tool, c.input) for c in turn.calls)
-        st.pending = Pending(Turn(st.generations, turn.thought, calls), turn.final, output=turn.output)
+        note = dropped_note([c.tool for c in turn.dropped]) if turn.dropped else None  # dropped calls: no id, no event
+        st.pending = Pending(Turn(st.generations, turn.thought, calls), turn.final, output=turn.output, note=note)
         await self.checkpoint()
         return st.pending.turn
 

@@ -32,20 +32,23 @@ _LIMIT_NAMES = {
 }
 _COMPACTION_NAMES = {"keepTurns": "keep_turns", "summaryTokens": "summary_tokens"}
 _HOOK_NAMES = {"beforeCall": "before_call", "afterCall": "after_call", "onFinal": "on_final"}
+_TURN_FORMAT_NAMES = {"callKeys": "call_keys", "duplicateCalls": "duplicate_calls"}
 
 
 def agent_from_js(model: Any, options: Any) -> Agent:
     """The Agent the JS options describe: ``{instructions, tools, limits, hooks, generation,
     constrain, durable, store, name, onTainted, toolPolicy, output, channels, compaction,
-    conversationId}``; ``compaction`` is ``"model"``, ``"digest"``, ``null`` or ``{method,
-    keepTurns, summaryTokens}`` (aerix.compaction; ``limits.contextTokens`` turns it on); ``output`` is
-    ``{schema}`` (structured output); ``channels`` JS objects ``{name, out(message)}``;
+    conversationId, turnFormat}``; ``turnFormat`` is ``{thought, system, callKeys, example,
+    duplicateCalls}`` (aerix.TurnFormat, its values as in Python); ``compaction`` is
+    ``"model"``, ``"digest"``, ``null`` or ``{method, keepTurns, summaryTokens}``
+    (aerix.compaction; ``limits.contextTokens`` turns it on); ``output`` is ``{schema}``
+    (structured output); ``channels`` JS objects ``{name, out(message)}``;
     ``state`` collection name -> field map (with ``id: {type: "string", required: true}``) and
     ``stateTools`` (aerix.agent_state); ``toolPolicy`` is
     ``{withoutInvoker: "allow" | "deny"}`` (aerix.require_tool_permission) or a function
     ``(agent, tool, invoker) => boolean``."""
     opts = as_dict(from_js(options), "agent options")
-    known = {"instructions", "tools", "limits", "hooks", "generation", "constrain", "durable", "store", "name", "onTainted", "toolPolicy", "output", "channels", "state", "stateTools", "compaction", "conversationId"}
+    known = {"instructions", "tools", "limits", "hooks", "generation", "constrain", "durable", "store", "name", "onTainted", "toolPolicy", "output", "channels", "state", "stateTools", "compaction", "conversationId", "turnFormat"}
     unknown = sorted(set(opts) - known)
     if unknown:
         raise AerixError("options", f"unknown agent option(s) {unknown}; known: {sorted(known)}")
@@ -78,6 +81,7 @@ def agent_from_js(model: Any, options: Any) -> Agent:
         channels=[js_channel(c) for c in _list(opts.get("channels"), "channels")],
         compaction=_js_compaction(opts.get("compaction", "model")),
         conversation_id=opts.get("conversationId"),
+        turn_format=_js_turn_format(opts.get("turnFormat")),
     )
     return agent
 
@@ -127,6 +131,16 @@ def _js_output(output: Any) -> Any:
     if set(spec) != {"schema"}:
         raise AerixError("options", f"output must be {{schema: <a JSON Schema>}}, got keys {sorted(spec)}")
     return spec["schema"]
+
+
+def _js_turn_format(value: Any) -> dict[str, Any]:
+    """``turnFormat: {thought, system, callKeys, example, duplicateCalls}`` as TurnFormat's fields."""
+    spec = as_dict(value, "turnFormat")
+    known = ["thought", "system", "callKeys", "example", "duplicateCalls"]
+    unknown = sorted(set(spec) - set(known))
+    if unknown:
+        raise AerixError("options", f"unknown turnFormat option(s) {unknown}; known: {known}")
+    return {_TURN_FORMAT_NAMES.get(k, k): v for k, v in spec.items()}
 
 
 def _js_compaction(value: Any) -> Any:

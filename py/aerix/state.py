@@ -96,19 +96,21 @@ def utf8_size(text: str) -> int:
 @dataclass
 class Pending:
     """An accepted turn whose final or calls are not finished: its ``turn`` event, its final
-    text (``None`` for calls), and the results so far, in call order."""
+    text (``None`` for calls), the results so far, in call order, and the ``note`` its results
+    message carries (the calls the turn dropped, ``TurnFormat.duplicate_calls``)."""
 
     turn: Turn
     final: str | None
     results: list[Result] = field(default_factory=list)
     output: Any = None  # with structured output: the final answer as plain JSON
+    note: str | None = None
 
     @property
     def calls_left(self) -> tuple[Call, ...]:
         return self.turn.calls[len(self.results) :]
 
     def results_message(self) -> str:
-        return results_message([(r.id, r.tool, r.text) for r in self.results])
+        return results_message([(r.id, r.tool, r.text) for r in self.results], self.note)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -118,13 +120,14 @@ class Pending:
             "calls": [{"id": c.id, "tool": c.tool, "input": c.input} for c in self.turn.calls],
             "results": [[r.id, r.tool, r.text, r.error] for r in self.results],
             **({} if self.output is None else {"output": self.output}),
+            **({} if self.note is None else {"note": self.note}),
         }
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Pending:
         calls = tuple(Call(c["id"], c["tool"], c["input"]) for c in data["calls"])
         results = [Result(i, t, text, error) for i, t, text, error in data["results"]]
-        return cls(Turn(data["turn"], data["thought"], calls), data["final"], results, data.get("output"))
+        return cls(Turn(data["turn"], data["thought"], calls), data["final"], results, data.get("output"), data.get("note"))
 
 
 @dataclass

@@ -22,6 +22,7 @@ from .fields import NO_DEFAULT
 from .input_view import input_lines
 from .output import Output
 from .tools import Tool
+from .turn_format import TurnFormat, call_keys, example_turn, shapes, split_repeats, tool_line, turn_keys
 
 __all__ = [
     "MAX_CALLS",
@@ -46,47 +47,39 @@ THOUGHT_CHARS = 600
 MAX_DEPTH = 64  # a valid turn nests 4 levels; deeper JSON is refused before anything copies it
 
 
-def turn_schema(tools: Sequence[Tool], output: Output | None = None) -> dict[str, Any]:
+def turn_schema(tools: Sequence[Tool], output: Output | None = None, turn_format: TurnFormat | None = None) -> dict[str, Any]:
     """The JSON Schema of one turn for these tools.
 
     ``thought`` is required and first in both branches so the model reasons before it commits
-    (parsing still accepts a turn without one). Calls name a known tool (``const``) with an input
-    of that tool's shape; 1 to 8 of them. With no tools only the final branch exists. With an
-    ``output``, the final is that schema instead of a string.
+    (parsing still accepts a turn without one); ``turn_format`` may put it last or leave it out,
+    and put a call's ``input`` before its ``tool`` (:mod:`aerix.turn_format`). Calls name a
+    known tool (``const``) with an input of that tool's shape; 1 to 8 of them. With no tools
+    only the final branch exists. With an ``output``, the final is that schema instead of a string.
     """
-    thought = {"type": "string"}
-    final = {
-        "type": "object",
-        "properties": {"thought": thought, "final": {"type": "string"} if output is None else output.schema},
-        "required": ["thought", "final"],
-        "additionalProperties": False,
-    }
+    fmt = TurnFormat.of(turn_format)
+    final = _branch(fmt, "final", {"type": "string"} if output is None else output.schema)
     if not tools:
         return final
+    order = call_keys(fmt)
     call_shapes = [
         {
             "type": "object",
-            "properties": {"tool": {"const": t.name}, "input": t.input_schema()},
-            "required": ["tool", "input"],
+            "properties": {k: {"tool": {"const": t.name}, "input": t.input_schema()}[k] for k in order},
+            "required": order,
             "additionalProperties": False,
         }
         for t in tools
     ]
-    calls = {
-        "type": "object",
-        "properties": {
-            "thought": thought,
-            "calls": {
-                "type": "array",
-                "items": call_shapes[0] if len(call_shapes) == 1 else {"anyOf": call_shapes},
-                "minItems": 1,
-                "maxItems": MAX_CALLS,
-            },
-        },
-        "required": ["thought", "calls"],
-        "additionalProperties": False,
-    }
+    items = call_shapes[0] if len(call_shapes) == 1 else {"anyOf": call_shapes}
+    calls = _branch(fmt, "calls", {"type": "array", "items": items, "minItems": 1, "maxItems": MAX_CALLS})
     return {"anyOf": [calls, final]}
+
+
+def _branch(fmt: TurnFormat, key: str, body: dict[str, Any]) -> dict[str, Any]:
+    """One branch of the turn, its keys in the format's order: the grammar writes them so."""
+    keys = turn_keys(fmt, key)
+    given = {"thought": {"type": "string"}, key: body}
+    return {"type": "object", "properties": {k: given[k] for k in keys}, "required": keys, "additionalProperties": False}
 
 
 # -- reading a reply -----------------------------------------------------------------------
@@ -112,12 +105,17 @@ class ParsedTurn:
     calls: tuple[ParsedCall, ...]  # empty for a final
     final: str | None
     output: Any = None  # with structured output: the final as plain JSON (``final`` is it, written out)
+    dropped: tuple[ParsedCall, ...] = ()  # calls that repeated an earlier one of the turn (TurnFormat.duplicate_calls)
 
 
-def parse_turn(text: str, tool_names: Sequence[str] | frozenset[str], output: Output | None = None) -> ParsedTurn:
+def parse_turn(
+    text: str, tool_names: Sequence[str] | frozenset[str], output: Output | None = None, turn_format: TurnFormat | None = None
+) -> ParsedTurn:
     """Read one reply; raise :class:`TurnRefused` on bad JSON (a number out of a float's range
-    included), an unknown tool, an empty calls list, or a reply that is neither calls nor final. Keeps the first 8 calls and cuts the
-    thought to 600 characters."""
+    included), an unknown tool, an empty calls list, or a reply that is neither calls nor final.
+    Keeps the first 8 calls and cuts the thought to 600 characters. The keys may come in any
+    order and ``thought`` may be missing, whatever the format; with ``duplicate_calls="drop"``
+    a call that repeats an earlier one of the turn goes to ``dropped``."""
     body = _unfence(text)
     if nests_too_deep(body):  # before parsing: deep JSON overflows the stack in Pyodide first
         raise TurnRefused(f"bad json: the reply nests deeper than {MAX_DEPTH} levels")
@@ -161,6 +159,9 @@ def parse_turn(text: str, tool_names: Sequence[str] | frozenset[str], output: Ou
             known = ", ".join(sorted(tool_names)) or "none"
             raise TurnRefused(f"unknown tool: {c['tool']!r} (tools: {known})")
         calls.append(ParsedCall(c["tool"], c.get("input", {})))
+    if TurnFormat.of(turn_format).duplicate_calls == "drop":
+        kept, dropped = split_repeats(calls)
+        return ParsedTurn(thought, tuple(kept), None, dropped=tuple(dropped))
     return ParsedTurn(thought, tuple(calls), None)
 
 
@@ -212,53 +213,65 @@ def _unfence(text: str) -> str:
 # -- what the loop says --------------------------------------------------------------------
 
 
-def system_message(instructions: str, tools: Sequence[Tool], output: Output | None = None) -> str:
+def system_message(instructions: str, tools: Sequence[Tool], output: Output | None = None, turn_format: TurnFormat | None = None) -> str:
     """The system message: the instructions, then the contract and the tools (and, with an
     ``output``, the schema the final answer follows). A flat tool's fields are one line each; a
-    rich tool's nested fields are indented under theirs (:mod:`aerix.input_view`). Chat-template control tokens in it (from
+    rich tool's nested fields are indented under theirs (:mod:`aerix.input_view`); with
+    ``turn_format`` ``system="compact"``, a shorter contract and each tool one line of JSON
+    (:mod:`aerix.turn_format`). Chat-template control tokens in it (from
     the instructions, a tool's or a field's description, the output schema) are broken, as in
     any message from outside (:func:`neutralise`)."""
-    view = [
-        {
-            "name": t.name,
-            "description": t.description,
-            "lines": None if t.rich is None else input_lines(t.rich.schema),
-            "fields": {
-                k: {
-                    "type": f.type,
-                    "required": f.required,
-                    "enum": f.enum,
-                    "description": f.description,
-                    "has_default": f.default is not NO_DEFAULT and f.default is not None,
-                    "default": None if f.default is NO_DEFAULT else f.default,
-                }
-                for k, f in t.fields.items()
-            },
-        }
-        for t in tools
-    ]
+    fmt = TurnFormat.of(turn_format)
+    calls_shape, final_shape = shapes(fmt, output is not None)
+    rule = {"first": 'Write "thought" first.', "last": 'Write "thought" last.', "none": ""}[fmt.thought]
+    contract = {"calls": calls_shape, "final": final_shape, "rule": rule, "example": example_turn(fmt, tools)}
     shape = None if output is None else output.text()
-    text: str = _template().render(instructions=instructions.strip(), tools=view, max_calls=MAX_CALLS, output=shape)
+    if fmt.system == "compact":
+        view: list[Any] = [tool_line(t) for t in tools]
+    else:
+        view = [_tool_view(t) for t in tools]
+    template = _template("system-compact.j2" if fmt.system == "compact" else "system.j2")
+    text: str = template.render(instructions=instructions.strip(), tools=view, max_calls=MAX_CALLS, output=shape, contract=contract)
     return neutralise(text.strip()) + "\n"
 
 
-@lru_cache(maxsize=1)
-def _template() -> Any:
+def _tool_view(t: Tool) -> dict[str, Any]:
+    return {
+        "name": t.name,
+        "description": t.description,
+        "lines": None if t.rich is None else input_lines(t.rich.schema),
+        "fields": {
+            k: {
+                "type": f.type,
+                "required": f.required,
+                "enum": f.enum,
+                "description": f.description,
+                "has_default": f.default is not NO_DEFAULT and f.default is not None,
+                "default": None if f.default is NO_DEFAULT else f.default,
+            }
+            for k, f in t.fields.items()
+        },
+    }
+
+
+@lru_cache(maxsize=2)
+def _template(name: str) -> Any:
     from importlib.resources import files
 
     import jinja2
 
     env = jinja2.Environment(autoescape=False, trim_blocks=True, keep_trailing_newline=True, undefined=jinja2.StrictUndefined)
     env.policies["json.dumps_kwargs"] = {"ensure_ascii": False, "sort_keys": False}
-    return env.from_string(files("aerix").joinpath("system.j2").read_text(encoding="utf-8"))
+    return env.from_string(files("aerix").joinpath(name).read_text(encoding="utf-8"))
 
 
-def results_message(results: Sequence[tuple[str, str, str]]) -> str:
-    """The user message that carries a turn's results back: one JSON object, in call order."""
-    return json.dumps(
-        {"results": [{"id": i, "tool": t, "result": text} for i, t, text in results]},
-        ensure_ascii=False,
-    )
+def results_message(results: Sequence[tuple[str, str, str]], note: str | None = None) -> str:
+    """The user message that carries a turn's results back: one JSON object, in call order;
+    ``note`` (the calls a turn dropped, :func:`aerix.turn_format.dropped_note`) after them."""
+    body: dict[str, Any] = {"results": [{"id": i, "tool": t, "result": text} for i, t, text in results]}
+    if note is not None:
+        body["note"] = note
+    return json.dumps(body, ensure_ascii=False)
 
 
 def refused_note(reason: str) -> str:

@@ -378,5 +378,5 @@ def _check_name(what: str, value: Any) -> None:
 def _check_resumable(record: RunRecord, system: str) -> None:
     if record.checkpoint and record.checkpoint["messages"][0]["content"] != system:
         raise AerixError(
-            "options", f"run {record.id} was started by an agent with other instructions or tools; resume it with the same ones"
+            "options", f"run {record.id} was started by an agent with other instructions or tools (or turn format); resume it with the same ones"
         )

@@ -182,7 +182,7 @@ def _pending_reads(pending: Any) -> bool:
         return False
     calls_ok = all(isinstance(c.id, str) and isinstance(c.tool, str) and isinstance(c.input, dict) for c in turn.turn.calls)
     results_ok = all(isinstance(r.id, str) and isinstance(r.text, str) and isinstance(r.error, bool) for r in turn.results)
-    final_ok = turn.final is None or isinstance(turn.final, str)
+    final_ok = (turn.final is None or isinstance(turn.final, str)) and (turn.note is None or isinstance(turn.note, str))
     return isinstance(turn.turn.turn, int) and calls_ok and results_ok and final_ok and len(turn.results) <= len(turn.turn.calls)
 
 

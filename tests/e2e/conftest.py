@@ -74,6 +74,12 @@ class Traffic:
 
 def open_page(browser, site, path="/embed.html", expect_missing=None):
     context = browser.new_context()
+    page, traffic = open_tab(context, site, path, expect_missing)
+    return context, page, traffic
+
+
+def open_tab(context, site, path="/embed.html", expect_missing=None):
+    """A new page (tab) of ``context`` at ``path``, its traffic watched."""
     page = context.new_page()
     traffic = Traffic(site)
     traffic.expect_missing = expect_missing
@@ -83,7 +89,7 @@ def open_page(browser, site, path="/embed.html", expect_missing=None):
     page.on("console", lambda m: traffic.console.append(f"{m.type}: {m.text}"))
     page.set_default_timeout(120_000)
     page.goto(site + path)
-    return context, page, traffic
+    return page, traffic
 
 
 @pytest.fixture

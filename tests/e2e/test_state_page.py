@@ -27,7 +27,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import urlsplit
 
 import pytest
-from conftest import BOOT, Traffic
+from conftest import BOOT, open_page, open_tab
 
 PYTHON = "(code) => window.ai.runPython(code)"
 
@@ -161,13 +161,7 @@ def tabs(browser, site):
     context = browser.new_context()
     pages, watched = [], []
     for _ in range(2):
-        page = context.new_page()
-        traffic = Traffic(site)
-        page.on("request", traffic.on_request)
-        page.on("requestfailed", traffic.on_failed)
-        page.on("response", traffic.on_response)
-        page.set_default_timeout(120_000)
-        page.goto(site + "/embed.html")
+        page, traffic = open_tab(context, site)
         pages.append(page)
         watched.append(traffic)
     yield pages
@@ -323,14 +317,7 @@ TAINT = """async ({ pageText, keep, recall }) => {
 @pytest.fixture
 def server_page(browser, site, scripted, worker):
     """A page booted on the scripted server; its requests go to its own origin and the server's only."""
-    context = browser.new_context()
-    page = context.new_page()
-    traffic = Traffic(site)
-    page.on("request", traffic.on_request)
-    page.on("requestfailed", traffic.on_failed)
-    page.on("response", traffic.on_response)
-    page.set_default_timeout(120_000)
-    page.goto(site + "/embed.html")
+    context, page, traffic = open_page(browser, site)
     page.evaluate(
         """async ({ baseUrl, worker }) => {
       const { boot } = await import("/aerix.mjs");

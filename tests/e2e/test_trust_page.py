@@ -18,7 +18,7 @@ import hashlib
 import json
 
 import pytest
-from conftest import ROOT, SITE, Traffic
+from conftest import ROOT, SITE, open_tab
 from conftest import demo as demo_path
 
 READY = "() => window.demo && window.demo.ready"
@@ -202,13 +202,7 @@ def tabs(browser, site):
     context = browser.new_context()
     pages, watched = [], []
     for _ in range(2):
-        page = context.new_page()
-        traffic = Traffic(site)
-        page.on("request", traffic.on_request)
-        page.on("requestfailed", traffic.on_failed)
-        page.on("response", traffic.on_response)
-        page.set_default_timeout(120_000)
-        page.goto(site + "/embed.html")
+        page, traffic = open_tab(context, site)
         pages.append(page)
         watched.append(traffic)
     yield pages

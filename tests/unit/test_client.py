@@ -498,3 +498,40 @@ async def test_response_reads_at_most_its_limit_and_closes_once():
     await response.aclose()
     await response.aclose()
     assert closes == [1] and response.closed
+
+
+# -- the body's end after the last frame ---------------------------------------------------
+
+
+class Tail:
+    """A body in the given chunks that notes whether it was read to its end or closed before."""
+
+    def __init__(self, *parts: str, hang: bool = False) -> None:
+        self.parts, self.hang = parts, hang
+        self.read_to_end = False
+
+    async def chunks(self):
+        for part in self.parts:
+            yield part.encode()
+        if self.hang:
+            await asyncio.get_running_loop().create_future()  # a body kept open after [DONE]
+        self.read_to_end = True
+
+
+async def test_a_body_is_read_to_its_end_after_done_so_the_request_finishes_instead_of_being_cancelled():
+    # A page saw `net::ERR_ABORTED` on a chat request that had answered in full: the reader was
+    # cancelled after [DONE], a moment before the body's end arrived.
+    for last in ("data: [DONE]\n\n", chunk(finish="stop", usage={"prompt_tokens": 3, "completion_tokens": 1})):
+        body = Tail(chunk("hi"), last, "")
+        events, transport = await stream(handler=lambda request: Response(200, {"content-type": "text/event-stream"}, body.chunks()))
+        assert body.read_to_end, last
+        assert events[0] == ContentDelta("hi") and endings(events) == events[-1:] and transport.responses[0].closed
+
+
+async def test_a_body_kept_open_after_done_is_closed_after_a_short_wait_and_its_tail_is_not_read_as_frames():
+    body = Tail(chunk("hi"), "data: [DONE]\n\n", chunk("after the end"), hang=True)
+    events, transport = await asyncio.wait_for(
+        stream(handler=lambda request: Response(200, {"content-type": "text/event-stream"}, body.chunks())), 30
+    )
+    assert events == [ContentDelta("hi"), StreamDone("closed")]
+    assert not body.read_to_end and transport.responses[0].closed

@@ -286,7 +286,10 @@ async def _read(response: Response, signal: Any, secrets: Secrets) -> AsyncGener
                     for ev in stream.end("cancelled"):
                         yield ev
                     return
-                for ev in stream.frame(frame):
+                events = stream.frame(frame)
+                if stream.ended:  # read the body's end before the ending goes out: see _drain
+                    await _drain(chunks)
+                for ev in events:
                     yield ev
                 if stream.ended:
                     return
@@ -326,6 +329,26 @@ async def _pause(seconds: float, signal: Any, sleep: Callable[[float], Awaitable
     if not nap.cancelled():
         nap.result()  # a sleep that failed says so
     return is_aborted(signal)
+
+
+DRAIN_SECONDS = 0.25
+DRAIN_BYTES = 1 << 16
+
+
+async def _drain(chunks: Any) -> None:
+    """What is left of a body after the stream's last frame (``[DONE]``): the end of the body,
+    usually nothing but the transfer's last chunk, read for at most ``DRAIN_SECONDS`` and
+    ``DRAIN_BYTES``. A body read to its end finishes as a request that succeeded; one closed a
+    moment before its end is a cancelled request (``net::ERR_ABORTED`` in the page, a dropped
+    connection on CPython). A server that keeps the body open after ``[DONE]`` only waits here
+    that long; what it sends is not read as frames."""
+    seen = 0
+    with suppress(Exception):  # the stream is complete: its tail can only be waited for, not fail it
+        async with asyncio.timeout(DRAIN_SECONDS):
+            async for chunk in chunks:
+                seen += len(chunk)
+                if seen > DRAIN_BYTES:
+                    return
 
 
 async def _unless_aborted(awaitable: Any, signal: Any) -> tuple[bool, Any]:

@@ -174,7 +174,8 @@ def tools_for(functions: list[dict[str, Any]]) -> tuple[list[Tool], dict[str, st
 
 
 # Variant name -> the TurnFormat its agent writes turns in (issue 27, part 3: the ablations). One
-# variant per knob value away from the default, and the corner with the fewest tokens both ways.
+# variant per knob value away from the default, the corner with the fewest tokens both ways, and
+# the winners of single knobs together.
 # A name is part of the run's file names; `python -m bench.bfcl_variants` tables them side by side.
 FORMATS: dict[str, TurnFormat] = {
     "default": TurnFormat(),
@@ -185,6 +186,10 @@ FORMATS: dict[str, TurnFormat] = {
     "example": TurnFormat(example=True),
     "drop-duplicates": TurnFormat(duplicate_calls="drop"),
     "compact+thought-none": TurnFormat(system="compact", thought="none"),
+    # the knobs that won alone on the first ten questions of each category (SmolLM2, 2026-12-02), together
+    "example+drop-duplicates": TurnFormat(example=True, duplicate_calls="drop"),
+    "compact+example": TurnFormat(system="compact", example=True),
+    "compact+example+drop-duplicates": TurnFormat(system="compact", example=True, duplicate_calls="drop"),
 }
 
 

@@ -319,7 +319,7 @@ def main(argv: list[str] | None = None) -> int:
         print(table(f"{name} ({args.variant})", result["summary"]))
         page = result.get("page") or {}
         if "rate" in page:
-            print(f"page: {page['agree']} of {page['questions']} first turns have the native calls ({page['rate']:.0%})")
+            print(f"page: {page['agree']} of {len(page['questions'])} first turns have the native calls ({page['rate']:.0%})")  # "questions": the page's records
         elif page:
             print(f"page: {page['skipped']}")
         print(f"wrote {out.relative_to(ROOT) if out.is_relative_to(ROOT) else out}\n")

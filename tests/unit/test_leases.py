@@ -1,6 +1,7 @@
 """Leases in the stores beyond the contract suite: two SQLiteStore objects on one file racing
-from two threads, the bounded wait for a locked file, an older file gaining the leases table,
-and the contract's race check catching a store that is not atomic."""
+from two threads, the bounded wait for a locked file (then a store error, never sqlite3's), an
+older file gaining the leases table, and the contract's race check catching a store that is not
+atomic."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import time
 
 import pytest
 
+from aerix.errors import AerixError
 from aerix.stores import MemoryStore, Store
 from aerix.stores.contract import verify_store
 from aerix.stores.sqlite import SQLiteStore
@@ -29,7 +31,9 @@ def race(path: str, names: list[str], now: float, tag: str) -> dict[str, list[st
 
     def worker(holder: str) -> None:
         async def go() -> None:
-            store = SQLiteStore(path)
+            # SQLite's lock is not fair: one thread can wait out the other's whole loop of writes
+            # (seconds on a loaded machine, past the default 5 s), and this race is about who wins
+            store = SQLiteStore(path, timeout=60.0)
             try:
                 barrier.wait()
                 for name in names:
@@ -78,9 +82,10 @@ async def test_a_locked_sqlite_file_is_waited_for_up_to_the_timeout(tmp_path):
     try:
         other.execute("begin immediate")  # another writer holds the file
         started = time.monotonic()
-        with pytest.raises(sqlite3.OperationalError, match="locked"):
+        with pytest.raises(AerixError, match="locked by another connection for more than 0.2 s") as caught:
             await store.acquire_lease("run:r1", "a", 20.0, 10.0)
         assert time.monotonic() - started < 2.0, "the wait is bounded by the timeout"
+        assert caught.value.kind == "store" and path in caught.value.message
         other.execute("rollback")
 
         patient = SQLiteStore(path, timeout=5.0)
@@ -89,6 +94,55 @@ async def test_a_locked_sqlite_file_is_waited_for_up_to_the_timeout(tmp_path):
         assert await patient.acquire_lease("run:r1", "a", 20.0, 10.0) is True, "a write waits for the lock"
         assert await store.get_lease("run:r1") == {"name": "run:r1", "holder": "a", "expires_at": 20.0}
         patient.close()
+    finally:
+        other.close()
+        store.close()
+
+
+# every write of the store, each against a file another connection holds the write lock of
+WRITES = {
+    "acquire_lease": lambda s: s.acquire_lease("run:r1", "a", 20.0, 10.0),
+    "release_lease": lambda s: s.release_lease("run:r1", "a"),
+    "create_run": lambda s: s.create_run({"id": "r2", "prompt": "p"}),
+    "save_run": lambda s: s.save_run({"id": "r1", "prompt": "p", "revision": 1}, 0, "a"),
+    "put_effect": lambda s: s.put_effect("k", "done", "r1", "a"),
+    "put_artifact": lambda s: s.put_artifact({"id": "a1", "run_id": "r1"}, b"bytes"),
+    "put_state": lambda s: s.put_state("agent", {"n": 1}),
+    "put_state_items": lambda s: s.put_state_items("agent", {"k": {"n": 1}, "gone": None}),
+}
+
+
+@needs_threads
+@pytest.mark.parametrize("write", WRITES)
+async def test_each_write_of_a_sqlite_file_locked_past_the_timeout_is_a_store_error_naming_it(tmp_path, write):
+    path = str(tmp_path / "runs.sqlite3")
+    store = SQLiteStore(path, timeout=0.05)
+    other = sqlite3.connect(path, isolation_level=None)
+    try:
+        other.execute("begin immediate")  # another writer holds the file
+        with pytest.raises(AerixError) as caught:  # not sqlite3.OperationalError: database is locked
+            await WRITES[write](store)
+        assert caught.value.kind == "store"
+        assert caught.value.message == f"SQLite file {path!r} stayed locked by another connection for more than 0.05 s (database is locked)"
+        other.execute("rollback")
+        await WRITES[write](store)  # the file is free again: the same write goes through
+    finally:
+        other.close()
+        store.close()
+
+
+@needs_threads
+async def test_a_read_of_a_sqlite_file_held_exclusively_past_the_timeout_is_a_store_error(tmp_path):
+    path = str(tmp_path / "runs.sqlite3")
+    store = SQLiteStore(path, timeout=0.05)
+    other = sqlite3.connect(path, isolation_level=None)
+    try:
+        other.execute("begin exclusive")  # no reader either, as while a writer commits
+        with pytest.raises(AerixError, match="stayed locked by another connection") as caught:
+            await store.get_lease("run:r1")
+        assert caught.value.kind == "store"
+        other.execute("rollback")
+        assert await store.get_lease("run:r1") is None
     finally:
         other.close()
         store.close()

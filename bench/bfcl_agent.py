@@ -175,7 +175,8 @@ def tools_for(functions: list[dict[str, Any]]) -> tuple[list[Tool], dict[str, st
 
 # Variant name -> the TurnFormat its agent writes turns in (issue 27, part 3: the ablations). One
 # variant per knob value away from the default, the corner with the fewest tokens both ways, and
-# the winners of single knobs together.
+# the two winners of single knobs together. `keep-duplicates` is the contract before the default
+# changed (2026-12-04: duplicate_calls "keep" -> "drop"), kept to show both side by side.
 # A name is part of the run's file names; `python -m bench.bfcl_variants` tables them side by side.
 FORMATS: dict[str, TurnFormat] = {
     "default": TurnFormat(),
@@ -184,12 +185,9 @@ FORMATS: dict[str, TurnFormat] = {
     "compact": TurnFormat(system="compact"),
     "input-first": TurnFormat(call_keys="input_first"),
     "example": TurnFormat(example=True),
-    "drop-duplicates": TurnFormat(duplicate_calls="drop"),
+    "keep-duplicates": TurnFormat(duplicate_calls="keep"),
     "compact+thought-none": TurnFormat(system="compact", thought="none"),
-    # the knobs that won alone on the first ten questions of each category (SmolLM2, 2026-12-02), together
-    "example+drop-duplicates": TurnFormat(example=True, duplicate_calls="drop"),
     "compact+example": TurnFormat(system="compact", example=True),
-    "compact+example+drop-duplicates": TurnFormat(system="compact", example=True, duplicate_calls="drop"),
 }
 
 

@@ -105,12 +105,24 @@ class Call(_EventBase):
 
 @dataclass(frozen=True)
 class Turn(_EventBase):
-    """An accepted turn: generation number ``turn`` of this run, its thought and its calls (empty for a final)."""
+    """An accepted turn: generation number ``turn`` of this run, its thought and its calls (empty for a final).
+
+    ``dropped``: the tool names of the calls the turn wrote again with the same tool and input
+    (``TurnFormat.duplicate_calls="drop"``, the default): they do not run, get no id and no
+    ``call`` event, and the results message tells the model so. Empty, and then left out of
+    ``to_dict()``, when nothing was dropped."""
 
     turn: int
     thought: str | None
     calls: tuple[Call, ...]
+    dropped: tuple[str, ...] = ()
     type: Literal["turn"] = field(default="turn", init=False)
+
+    def to_dict(self) -> dict[str, Any]:
+        out = super().to_dict()
+        if not out["dropped"]:
+            del out["dropped"]
+        return out
 
 
 @dataclass(frozen=True)

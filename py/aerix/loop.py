@@ -318,8 +318,9 @@ class Loop:
         st.refused_in_row = 0
         conversation.add("assistant", gen.text)
         calls = tuple(Call(conversation.new_call_id(), c.tool, c.input) for c in turn.calls)
-        note = dropped_note([c.tool for c in turn.dropped]) if turn.dropped else None  # dropped calls: no id, no event
-        st.pending = Pending(Turn(st.generations, turn.thought, calls), turn.final, output=turn.output, note=note)
+        dropped = tuple(c.tool for c in turn.dropped)  # dropped calls: no id, no call event; named in the turn event
+        note = dropped_note(dropped) if dropped else None
+        st.pending = Pending(Turn(st.generations, turn.thought, calls, dropped), turn.final, output=turn.output, note=note)
         await self.checkpoint()
         return st.pending.turn
 

@@ -121,13 +121,15 @@ class Pending:
             "results": [[r.id, r.tool, r.text, r.error] for r in self.results],
             **({} if self.output is None else {"output": self.output}),
             **({} if self.note is None else {"note": self.note}),
+            **({"dropped": list(self.turn.dropped)} if self.turn.dropped else {}),
         }
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Pending:
         calls = tuple(Call(c["id"], c["tool"], c["input"]) for c in data["calls"])
         results = [Result(i, t, text, error) for i, t, text, error in data["results"]]
-        return cls(Turn(data["turn"], data["thought"], calls), data["final"], results, data.get("output"), data.get("note"))
+        turn = Turn(data["turn"], data["thought"], calls, tuple(data.get("dropped", ())))
+        return cls(turn, data["final"], results, data.get("output"), data.get("note"))
 
 
 @dataclass

@@ -2,9 +2,10 @@
 
     agent = Agent(model=model, tools=tools, turn_format=TurnFormat(thought="last", system="compact"))
 
-:class:`TurnFormat` is a keyword-only value object; its defaults are the contract as it has
+:class:`TurnFormat` is a keyword-only value object; its defaults write the contract as it has
 always been (the bundled model was trained on it: ``tests/unit/golden/system.txt`` and
-``schema.json`` stay byte for byte the same). Each knob, and where it acts:
+``schema.json`` stay byte for byte the same); only how a turn is read changed once, by the
+numbers of ``make bfcl``: ``duplicate_calls`` became ``"drop"`` (2026-12-04). Each knob, and where it acts:
 
 - ``thought``: ``"first"`` (default), ``"last"`` or ``"none"``. The turn schema's branches list
   their keys in this order, thought required where it is (llama.cpp's JSON-Schema-to-grammar
@@ -23,12 +24,13 @@ always been (the bundled model was trained on it: ``tests/unit/golden/system.txt
 - ``example``: ``False`` (default) or ``True``: one line more in the system message of an agent
   with tools, a turn that calls its first tool with its required fields (``"<name>"`` for a
   string, ``1`` for a number, an enum's first value...), in the format's key order.
-- ``duplicate_calls``: ``"keep"`` (default: every call of a turn runs; the repeat guard,
-  ``Limits.repeat_calls``, answers a repeat from the earlier result) or ``"drop"``: a call with
-  the same tool and input (canonical JSON) as an earlier call of the same turn is dropped when
-  the turn is read. It gets no id and no event (the ``turn`` event lists the calls kept), and
-  the turn's results message carries ``"note"`` after ``"results"`` (:func:`dropped_note`).
-  This knob is not in the system message.
+- ``duplicate_calls``: ``"drop"`` (default) or ``"keep"``. With ``"drop"`` a call with the same
+  tool and input (canonical JSON) as an earlier call of the same turn is dropped when the turn
+  is read. It gets no id and no ``call`` event (the ``turn`` event lists the calls kept, and in
+  ``dropped`` the tool names of those dropped), and the turn's results message carries
+  ``"note"`` after ``"results"`` (:func:`dropped_note`). With ``"keep"`` every call of the turn
+  is a call, and the repeat guard (``Limits.repeat_calls``) answers a repeat from the earlier
+  result. This knob is not in the system message.
 
 Every knob but ``duplicate_calls`` changes the system message, so a durable run or a kept
 conversation is refused to an Agent of another format, as to one of other instructions or tools.
@@ -58,7 +60,7 @@ class TurnFormat:
     system: str = "full"
     call_keys: str = "tool_first"
     example: bool = False
-    duplicate_calls: str = "keep"
+    duplicate_calls: str = "drop"
 
     def __post_init__(self) -> None:
         for name, allowed in _CHOICES.items():

@@ -20,7 +20,7 @@ from aerix import TurnFormat
 from aerix.testing import ScriptedModel
 from bench import bfcl_agent, bfcl_data, bfcl_variants
 
-KNOBS = {"thought": "first", "system": "full", "call_keys": "tool_first", "example": False, "duplicate_calls": "keep"}
+KNOBS = {"thought": "first", "system": "full", "call_keys": "tool_first", "example": False, "duplicate_calls": "drop"}
 FLAT = {"name": "kettle.boil", "description": "Boil water.", "parameters": {"type": "dict", "properties": {"litres": {"type": "float"}}, "required": ["litres"]}}
 ENTRY = {"id": "q1", "question": [[{"role": "user", "content": "Boil a litre, twice."}]], "function": [FLAT]}
 
@@ -28,7 +28,7 @@ ENTRY = {"id": "q1", "question": [[{"role": "user", "content": "Boil a litre, tw
 def test_every_knob_value_away_from_the_default_is_a_variant_by_name():
     assert bfcl_agent.FORMATS["default"] == TurnFormat() and set(bfcl_agent.VARIANTS) == set(bfcl_agent.FORMATS)
     away = {(k, getattr(f, k)) for f in bfcl_agent.FORMATS.values() for k in KNOBS if getattr(f, k) != KNOBS[k]}
-    assert away == {("thought", "last"), ("thought", "none"), ("system", "compact"), ("call_keys", "input_first"), ("example", True), ("duplicate_calls", "drop")}
+    assert away == {("thought", "last"), ("thought", "none"), ("system", "compact"), ("call_keys", "input_first"), ("example", True), ("duplicate_calls", "keep")}
     for name, fmt in bfcl_agent.FORMATS.items():
         agent = bfcl_agent.agent_for(ScriptedModel([]), [], name)
         assert agent.turn_format == fmt and agent.generation == {"temperature": 0}
@@ -39,10 +39,10 @@ def test_each_variant_has_its_own_fingerprint_but_where_only_the_dropping_differ
     assert len(set(prints.values())) == len(prints)  # the format is part of the fingerprint, dropping included
 
 
-def test_the_drop_variant_scores_the_calls_kept():
+def test_the_default_scores_the_calls_kept_and_keep_duplicates_scores_every_call():
     turn = json.dumps({"thought": "t", "calls": [{"tool": "kettle_boil", "input": {"litres": 1.0}}] * 2})
-    kept = asyncio.run(bfcl_agent.question_record(ScriptedModel([turn]), "parallel", ENTRY, "drop-duplicates"))
-    both = asyncio.run(bfcl_agent.question_record(ScriptedModel([turn]), "parallel", ENTRY))
+    kept = asyncio.run(bfcl_agent.question_record(ScriptedModel([turn]), "parallel", ENTRY))
+    both = asyncio.run(bfcl_agent.question_record(ScriptedModel([turn]), "parallel", ENTRY, "keep-duplicates"))
     assert kept["calls"] == [{"kettle.boil": {"litres": 1.0}}] and both["calls"] == [{"kettle.boil": {"litres": 1.0}}] * 2
     assert bfcl_variants._repeats(both) == 1 and bfcl_variants._repeats(kept) == 0
 
@@ -79,7 +79,7 @@ def test_the_system_messages_are_the_demos_and_bfcl_sized_ones_in_every_variant(
     found = {(v, s): text for v, s, text in bfcl_variants.system_messages()}
     assert {v for v, _ in found} == set(bfcl_agent.FORMATS) and {s for _, s in found} == {"demo", *bfcl_variants.SIZED}
     assert found[("default", "demo")].startswith("You are a small assistant") and "## weather" in found[("default", "demo")]
-    assert sum(line.startswith('{"tool": ') for line in found[("compact", "demo")].splitlines()) == 5 and found[("drop-duplicates", "demo")] == found[("default", "demo")]
+    assert sum(line.startswith('{"tool": ') for line in found[("compact", "demo")].splitlines()) == 5 and found[("keep-duplicates", "demo")] == found[("default", "demo")]
     assert len(found[("compact", "simple_python_0")]) < len(found[("default", "simple_python_0")])
 
 

@@ -9,7 +9,7 @@ import inspect
 import pytest
 from helpers import Crash, CrashingStore, calls, collect, final
 
-from aerix import AerixError, Agent, Limits, Message, console_channel, tool
+from aerix import AerixError, Agent, Limits, Message, TurnFormat, console_channel, tool
 from aerix.page import create_agent, js_channel
 from aerix.stores import MemoryStore
 from aerix.testing import ScriptedModel
@@ -164,8 +164,9 @@ async def test_the_same_message_twice_is_sent_twice_from_one_call_or_two():
 
     double = tool(name="double", description="Sends twice.", input={}, run=twice)
     team = Recorder()
-    limits = Limits(repeat_calls=None)  # the guard off, so the identical second call runs
-    agent = Agent(model=ScriptedModel([calls(("double", {}), ("double", {})), final("ok")]), tools=[double], channels=[team], store=MemoryStore(), limits=limits)
+    limits = Limits(repeat_calls=None)  # the guard off and the turn's repeats kept, so the identical second call runs
+    keep = TurnFormat(duplicate_calls="keep")
+    agent = Agent(model=ScriptedModel([calls(("double", {}), ("double", {})), final("ok")]), tools=[double], channels=[team], store=MemoryStore(), limits=limits, turn_format=keep)
     events = await collect(agent.run("go"))
     assert [r.text for r in results(events)] == ["2", "2"]
     assert len(team.sent) == 4 and len({m.key for m in team.sent}) == 4

@@ -7,7 +7,7 @@ import json
 import pytest
 from helpers import calls, collect, endings, final, kinds
 
-from aerix import AerixError, Agent, Hooks, Limits, tool
+from aerix import AerixError, Agent, Hooks, Limits, TurnFormat, tool
 from aerix.stores import MemoryStore
 from aerix.testing import Reply, ScriptedModel
 
@@ -158,9 +158,10 @@ async def test_an_idempotency_key_reused_with_another_prompt_is_refused():
 async def test_two_identical_effect_calls_in_one_turn_each_run():
     sent = []
     send = tool(name="send", description="Send.", input={"to": {"type": "string", "required": True}}, run=lambda i, c: sent.append(i["to"]) or f"sent #{len(sent)}", effect=True)
-    # with the guard on (the default) the second is answered from the first: test_repeat_guard.py
+    # by default the second is dropped (test_turn_format.py); kept, with the guard on, it is
+    # answered from the first (test_repeat_guard.py); kept with the guard off, both run
     script = ScriptedModel([calls(("send", {"to": "ana"}), ("send", {"to": "ana"})), final("twice")])
-    agent = Agent(model=script, tools=[send], store=MemoryStore(), limits=Limits(repeat_calls=None))
+    agent = Agent(model=script, tools=[send], store=MemoryStore(), limits=Limits(repeat_calls=None), turn_format=TurnFormat(duplicate_calls="keep"))
     events = await collect(agent.run("send two"))
     assert sent == ["ana", "ana"]
     assert [e.text for e in events if e.type == "result"] == ["sent #1", "sent #2"]

@@ -10,7 +10,7 @@ from helpers import Crash, CrashingStore, calls, collect, endings, final, kinds,
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from aerix import AerixError, Agent, Hooks, Limits, tool
+from aerix import AerixError, Agent, Hooks, Limits, TurnFormat, tool
 from aerix.events import Result, event_from_dict
 from aerix.page import create_agent, event_view
 from aerix.stores import MemoryStore
@@ -83,10 +83,11 @@ async def test_the_third_identical_call_in_a_row_ends_the_run_loop():
 
 async def test_identical_calls_in_one_turn_count_in_a_row_too():
     lookup = Counted()
-    events = await collect(agent_with([calls(ask("ana"), ask("ana")), final("ok")], lookup).run("go"))
+    keep = TurnFormat(duplicate_calls="keep")  # by default the turn's repeats are dropped before they are calls
+    events = await collect(agent_with([calls(ask("ana"), ask("ana")), final("ok")], lookup, turn_format=keep).run("go"))
     assert [r.repeat_of for r in results(events)] == [None, "call_1"] and events[-1].type == "final"
     lookup = Counted()
-    events = await collect(agent_with([calls(ask("ana"), ask("ana"), ask("ana"), ask("bob"))], lookup).run("go"))
+    events = await collect(agent_with([calls(ask("ana"), ask("ana"), ask("ana"), ask("bob"))], lookup, turn_format=keep).run("go"))
     assert events[-1].reason == "loop" and lookup.ran == ["ana"]
     assert [r.text.startswith("cancelled: ") for r in results(events)] == [False, False, True, True]
 
@@ -106,7 +107,7 @@ async def test_different_inputs_are_not_caught_and_key_order_is_not_a_difference
 async def test_interleaved_calls_reset_in_a_row_but_repeats_are_still_answered():
     lookup = Counted()
     script = [calls(ask("ana")), calls(ask("bob")), calls(ask("ana")), calls(ask("bob")), calls(ask("ana"), ask("ana")), calls(ask("bob")), final("ok")]
-    events = await collect(agent_with(script, lookup).run("go"))
+    events = await collect(agent_with(script, lookup, turn_format=TurnFormat(duplicate_calls="keep")).run("go"))
     assert events[-1].type == "final"
     assert lookup.ran == ["ana", "bob"]
     assert [r.repeat_of for r in results(events)] == [None, None, "call_1", "call_2", "call_1", "call_1", "call_2"]

@@ -16,7 +16,9 @@ from test_turn import golden
 from tools_fixture import TOOLS
 
 from aerix import AerixError, Agent, Limits, TurnFormat, parse_turn, system_message, tool, turn_schema
+from aerix.page import event_view
 from aerix.schema import validate
+from aerix.state import Pending
 from aerix.stores import MemoryStore
 from aerix.testing import ScriptedModel
 
@@ -128,11 +130,13 @@ async def test_dropped_duplicates_get_no_id_and_no_event_and_the_results_carry_a
     ran = []
     echo = tool(name="weather", description="W.", input={"city": {"type": "string", "required": True}}, run=lambda i: ran.append(i) or f"sun in {i['city']}")
     clock = tool(name="clock", description="C.", input={}, run=lambda i: "noon")
-    agent = Agent(model=ScriptedModel([DUPLICATES, final("done")]), tools=[echo, clock], turn_format=TurnFormat(duplicate_calls="drop"))
+    agent = Agent(model=ScriptedModel([DUPLICATES, final("done")]), tools=[echo, clock])  # the default drops them
     events = await collect(agent.run("go"))
     assert kinds(events) == ["turn", "call", "result", "call", "result", "call", "result", "turn", "final"]
-    turn = events[[e.type for e in events].index("turn")]
+    turn, last = [e for e in events if e.type == "turn"]
     assert [(c.id, c.tool, c.input) for c in turn.calls] == [("call_1", "weather", {"city": "Oslo"}), ("call_2", "clock", {}), ("call_3", "weather", {"city": "Rome"})]
+    assert turn.dropped == ("weather", "clock") and turn.to_dict()["dropped"] == ["weather", "clock"] and event_view(turn)["dropped"] == ["weather", "clock"]
+    assert last.dropped == () and "dropped" not in last.to_dict()  # nothing dropped: not in the event's dict
     assert ran == [{"city": "Oslo"}, {"city": "Rome"}]
     results = json.loads(agent.messages[3]["content"])
     assert [r["id"] for r in results["results"]] == ["call_1", "call_2", "call_3"] and results["note"] == NOTE
@@ -153,7 +157,7 @@ def test_one_dropped_call_is_named_in_the_singular():
 
 
 def test_kept_duplicates_each_get_a_call_and_the_repeat_guard_answers_them():
-    text = await_results(TurnFormat(), calls(("clock", {}), ("clock", {})))
+    text = await_results(TurnFormat(duplicate_calls="keep"), calls(("clock", {}), ("clock", {})))
     results = json.loads(text)
     assert "note" not in results and len(results["results"]) == 2 and results["results"][1]["result"].startswith("Already called: call_1")
 
@@ -161,7 +165,8 @@ def test_kept_duplicates_each_get_a_call_and_the_repeat_guard_answers_them():
 def test_equal_inputs_are_duplicates_whatever_their_key_order():
     parsed = parse_turn(calls(("weather", {"city": "Oslo", "unit": "c"}), ("weather", {"unit": "c", "city": "Oslo"})), NAMES, turn_format=TurnFormat(duplicate_calls="drop"))
     assert len(parsed.calls) == 1 and [c.tool for c in parsed.dropped] == ["weather"]
-    assert len(parse_turn(calls(("weather", {"city": "Oslo"}), ("weather", {"city": "Oslo"})), NAMES).calls) == 2  # kept by default
+    assert len(parse_turn(calls(("weather", {"city": "Oslo"}), ("weather", {"city": "Oslo"})), NAMES).calls) == 1  # dropped by default
+    assert len(parse_turn(calls(("weather", {"city": "Oslo"}), ("weather", {"city": "Oslo"})), NAMES, turn_format=TurnFormat(duplicate_calls="keep")).calls) == 2
 
 
 async def test_a_dropped_calls_note_survives_a_durable_pause():
@@ -177,7 +182,8 @@ async def test_a_dropped_calls_note_survives_a_durable_pause():
 
     waiting = (await collect(agent([calls(("ask", {}), ("ask", {}))]).run("go")))[-1]
     assert waiting.type == "waiting"
-    assert (await store.get_run(waiting.run_id))["checkpoint"]["pending"]["note"].startswith("1 call of your turn did not run (ask)")
+    pending = (await store.get_run(waiting.run_id))["checkpoint"]["pending"]
+    assert pending["note"].startswith("1 call of your turn did not run (ask)") and Pending.from_dict(pending).turn.dropped == ("ask",)
     later = agent([final("done")])
     events = await collect(later.approve(waiting.run_id, waiting.approval_id, True))
     assert events[-1].type == "final"

@@ -86,5 +86,6 @@ def test_every_python_example_runs_as_written(block, tmp_path):
         )
     except subprocess.TimeoutExpired:
         pytest.fail(f"{block}: still running after {TIMEOUT_S} s")
-    assert done.returncode == 0 and not done.stderr, f"{block}: exit {done.returncode}\n{done.stderr}"
+    where = f"{block}: exit {done.returncode} (example.py's line 1 is line {block.line} of {block.page})"
+    assert done.returncode == 0 and not done.stderr, f"{where}\n{done.stderr}"
     assert done.stdout.strip(), f"{block}: printed nothing; an example prints what it shows"

@@ -119,7 +119,8 @@ async def call_tool(loop: Loop, call: Call) -> tuple[Call, list[NewArtifact | Ta
     in_row = seen.in_row + 1 if key == seen.last else 1
     if in_row > cap + 1:
         raise RepeatedCall(f"the model called {call.tool} with the same input {in_row} times in a row (Limits.repeat_calls is {cap})")
-    earlier = seen.answered.get(key)
+    handoff = call.tool in loop.agent.handoff_tools  # each handoff switches: never answered from an earlier one
+    earlier = None if handoff else seen.answered.get(key)
     if earlier is None:
         ran, events = await _call(loop, call)
     else:
@@ -128,7 +129,7 @@ async def call_tool(loop: Loop, call: Call) -> tuple[Call, list[NewArtifact | Ta
     result = events[-1]
     assert isinstance(result, Result)
     seen.last, seen.in_row = key, in_row  # only now: a call that stopped midway is not counted
-    if earlier is None and not result.error:
+    if earlier is None and not result.error and not handoff:
         seen.answered[key] = (call.id, result.text)
     return ran, events
 

@@ -19,7 +19,7 @@ from .artifacts import Artifact, ArtifactMemory, File, RunArtifacts, attachments
 from .durable import RunRecord, Runs
 from .channels import Channel, check_channels
 from .choose import choose as choose_among
-from .compaction import Compaction
+from .compaction import Compaction, check_prompt_room
 from .conversations import KeptConversation
 from .errors import AerixError
 from .events import End, Event, Final, Interrupted, Waiting
@@ -132,10 +132,7 @@ class Agent:
         for key, value in (context or {}).items():
             self.provide(key, value)
         self.channels = check_channels(channels)  # name -> channel (channels.py)
-        self.model = model
-        self.instructions = instructions
-        self.constrain = constrain
-        self.store = store
+        self.model, self.instructions, self.constrain, self.store = model, instructions, constrain, store
         self.artifact_store: Any = store if store is not None else ArtifactMemory()  # artifacts.py; bounded, in memory without a store
         self.clock = clock or time.time
         self.output = Output.of(output)
@@ -260,8 +257,8 @@ class Agent:
         the run is durable (``run_id``, ``idempotency_key`` and ``concurrency_key`` as in
         :meth:`start`). ``attachments``: files, ``(data, media_type, filename)`` tuples or dicts,
         kept as the run's first artifacts and listed to the model after the prompt
-        (:mod:`aerix.artifacts`). ``source``: the channel the request came in on; tools reach it
-        as ``ctx.channels.source``."""
+        (:mod:`aerix.artifacts`). ``source``: the channel the request came in on (``ctx.channels.source``).
+        A prompt with no room in ``context_tokens`` is refused, ``options`` (:mod:`aerix.compaction`)."""
         _check_prompt(prompt)
         if source is not None and source not in self.channels:
             known = ", ".join(repr(n) for n in self.channels) or "none"
@@ -270,6 +267,8 @@ class Agent:
         prompt = attachments_note(prompt, files)
         who = Invoker.of(invoker)
         self._claim_check("run", abandoned_ok=True)
+        if self._kept is None or self._kept.loaded:  # else once the run has read it (durable/lifecycle.py)
+            check_prompt_room(self._conversation, prompt, self.active)  # the limits of the agent it goes to
         if self._runs is None:
             if run_id is not None or idempotency_key is not None or concurrency_key is not None:
                 raise AerixError("options", "run_id, idempotency_key and concurrency_key need a durable run: give the Agent a store")
@@ -340,6 +339,7 @@ class Agent:
         ``busy`` (try it again later)."""
         _check_prompt(prompt)
         _check_key(concurrency_key)
+        check_prompt_room(self._conversation, prompt, self.active)  # the limits of the agent it goes to
         return await self._durable().start(prompt, run_id, idempotency_key, Invoker.of(invoker), concurrency_key)
 
     def resume(self, run_id: str, signal: Any = None) -> AsyncGenerator[Event, None]:

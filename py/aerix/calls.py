@@ -3,7 +3,7 @@
     repeat guard → permission (tool_policy) → before_call hook → taint guard → run (an effect
     recorded once; interrupted by an abort, the run's timeout or the tool's own) → after_call
     hook → taint (a ``taint`` tool's result, or an ``as_tool`` sub-run's that met outside content:
-    ``Caller``) → cut to ``result_chars``
+    ``Caller``) → cut to ``result_chars``, and to the room the context has (``Loop.fit``)
 
 The repeat guard (``Limits.repeat_calls``) answers a call that repeats an earlier call of the
 run (same tool, equal input as canonical JSON) that succeeded with that call's result, and the
@@ -125,7 +125,7 @@ async def call_tool(loop: Loop, call: Call) -> tuple[Call, list[NewArtifact | Ta
         ran, events = await _call(loop, call)
     else:
         earlier_id, text = earlier
-        ran, events = call, [Result(call.id, call.tool, repeated_note(call.tool, earlier_id, text), False, earlier_id)]
+        ran, events = call, [loop.fit(Result(call.id, call.tool, repeated_note(call.tool, earlier_id, text), False, earlier_id), None)]
     result = events[-1]
     assert isinstance(result, Result)
     seen.last, seen.in_row = key, in_row  # only now: a call that stopped midway is not counted
@@ -188,7 +188,7 @@ async def _call(loop: Loop, call: Call) -> tuple[Call, list[NewArtifact | Taint 
         if (taints or caller.tainted or reads.found is not None) and loop.conversation.taint is None:  # from outside: tainted before the model sees it
             loop.conversation.taint = {"source": tool.name, "at": call.id}
             events.append(Taint(tool.name, call.id))
-        return call, events + [_cut(result, loop.limits.result_chars)]
+        return call, events + [loop.fit(result, loop.limits.result_chars)]
     finally:
         reads.close()
         if signal is not loop.signal:
@@ -248,10 +248,3 @@ async def _run(loop: Loop, tool: Tool, call: Call, ctx: ToolContext) -> tuple[st
         if timer is not None:
             timer.cancel()
     return text, error
-
-
-def _cut(result: Result, cap: int | None) -> Result:
-    if cap is None or len(result.text) <= cap:
-        return result
-    cut = f"{result.text[:cap]}\n[cut: the result was {len(result.text)} characters; this is the first {cap}]"
-    return Result(result.id, result.tool, cut, result.error)

@@ -30,7 +30,7 @@ from .abort import Abort
 from .artifacts import RunArtifacts
 from .calls import RepeatedCall, StepInterrupted, call_tool, until_aborted
 from .channels import Channels
-from .compaction import compact
+from .compaction import compact, fit_result
 from .errors import AerixError, describe
 from .events import Call, End, Event, Final, FinalDelta, Interrupted, Result, Retry, Text, Turn, Usage, Waiting
 from .final_text import FinalText
@@ -394,6 +394,11 @@ class Loop:
         self.conversation.add("user", pending.results_message())
         self.state.pending = None
         await self.checkpoint()
+
+    def fit(self, result: Result, chars: int | None) -> Result:
+        """A call's result as the model will see it: cut to ``chars`` (``result_chars``) and to
+        the room the context has (``compaction.fit_result``)."""
+        return fit_result(self, result, chars)
 
     def close_turn(self, why: str) -> list[Result]:
         """Give every call of the pending turn not yet run a ``cancelled`` result and feed the

@@ -24,6 +24,7 @@ from contextlib import aclosing
 from typing import TYPE_CHECKING, Any, AsyncGenerator, Sequence
 
 from ..artifacts import File, RunArtifacts
+from ..compaction import check_prompt_room
 from ..errors import AerixError
 from ..events import End, Event, event_from_dict
 from ..handoffs import active_agent, load_state
@@ -144,6 +145,10 @@ class Runs:
         source: str | None = None,
     ) -> AsyncGenerator[Event, None]:
         try:
+            kept = self.agent._kept
+            if kept is not None and not kept.loaded:  # the run starts now: read the conversation it continues
+                self.agent._conversation = await kept.read(self.agent)
+            check_prompt_room(self.agent._conversation, prompt, self.agent.active)  # before a run is written
             record = await self.start(prompt, run_id, key, invoker, concurrency_key, source)
             # attachments, before the run starts (again, in place, if a crash came between)
             attached = await RunArtifacts(self.store, record.id).attach(files) if record.checkpoint is None else []

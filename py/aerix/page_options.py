@@ -16,7 +16,6 @@ JavaScript function a tool from Python (code run by ``pyodide.runPython``).
 from __future__ import annotations
 
 import uuid
-import weakref
 from types import SimpleNamespace
 from typing import Any, Awaitable, Callable
 
@@ -264,12 +263,14 @@ def js_tool(name: str, description: str, input: Any, fn: Any) -> Tool:
 
 # -- agents by reference -------------------------------------------------------------------
 
-_AGENTS: weakref.WeakValueDictionary[str, Agent] = weakref.WeakValueDictionary()  # the agents ai.agent() made here
+# The agents ai.agent() made in this runtime, for its life: an asTool value is plain data that may
+# outlive its handle, and worker mode keeps every agent it built too (worker.mjs), so both modes agree.
+_AGENTS: dict[str, Agent] = {}
 
 
 def register_agent(agent: Agent, ref: Any = None) -> str:
     """Keep ``agent`` under ``ref`` (the id its JS handle chose; a new one when ``None``) for
-    :func:`agent_of`, for as long as the agent lives; returns the id."""
+    :func:`agent_of`; returns the id."""
     ref = uuid.uuid4().hex if ref is None else ref
     if not isinstance(ref, str) or not ref:
         raise AerixError("options", f"an agent's id is a non-empty string, got {ref!r}")

@@ -8,7 +8,7 @@ import asyncio
 import inspect
 
 import pytest
-from helpers import calls, collect, final
+from helpers import IN_PYODIDE, calls, collect, final
 
 import aerix
 from aerix import AerixError, Agent
@@ -53,17 +53,15 @@ def test_anything_but_a_reference_of_this_runtime_is_refused(ref, words):
     assert e.value.kind == "options" and words in e.value.message
 
 
-def test_an_id_is_taken_once_and_an_agent_is_kept_only_while_it_lives():
-    page = create_agent(ScriptedModel([]), {}, "ref-once")
+def test_an_id_is_taken_once_and_its_agent_kept_after_its_handle_is_gone():
+    create_agent(ScriptedModel([]), {"name": "once"}, "ref-once")  # the handle dropped at once: its asTool value may outlive it
     with pytest.raises(AerixError) as e:
         create_agent(ScriptedModel([]), {}, "ref-once")
     assert e.value.kind == "options" and "was made already" in e.value.message
-    del page
     import gc
 
     gc.collect()
-    with pytest.raises(AerixError):
-        agent_of({"aerixAgent": "ref-once"})
+    assert agent_of({"aerixAgent": "ref-once"}).name == "once"
 
 
 async def test_an_as_tool_value_in_tools_runs_the_agent_it_names():
@@ -79,7 +77,7 @@ async def test_an_as_tool_value_in_tools_runs_the_agent_it_names():
 
 
 async def test_an_as_tool_value_takes_trust_flags_as_a_js_tool_does():
-    reader = create_agent(ScriptedModel([final("page text")]), {"name": "reader"}, "ref-reader")  # noqa: F841 - its JS handle holds it
+    create_agent(ScriptedModel([final("page text")]), {"name": "reader"}, "ref-reader")
     tools = [{"name": "read", "description": "Reads a page.", "agent": {"aerixAgent": "ref-reader"}, "trust": {"taint": True}}]
     boss = create_agent(ScriptedModel([calls(("read", {"task": "read it"})), final("done")]), {"tools": tools})
     events = await views(raw("run")(boss, "go"))
@@ -96,7 +94,8 @@ async def test_an_as_tool_value_takes_trust_flags_as_a_js_tool_does():
     ],
 )
 def test_a_bad_as_tool_value_is_refused_naming_what(tool, words):
-    held = page_options._AGENTS.get("ref-options") or create_agent(ScriptedModel([]), {}, "ref-options")  # noqa: F841 - its JS handle holds it
+    if "ref-options" not in page_options._AGENTS:
+        create_agent(ScriptedModel([]), {}, "ref-options")
     with pytest.raises(AerixError) as e:
         create_agent(ScriptedModel([]), {"tools": [tool]})
     assert e.value.kind == "options" and words in e.value.message
@@ -222,6 +221,7 @@ def test_a_bad_engine_option_is_refused_naming_it(options, words):
 # -- aerix.js_tool -------------------------------------------------------------------------
 
 
+@pytest.mark.skipif(IN_PYODIDE, reason="in Pyodide there is JavaScript: js_tool makes the tool")
 def test_js_tool_is_public_and_says_it_needs_pyodide_on_cpython():
     assert "js_tool" in aerix.__all__
     with pytest.raises(AerixError) as e:

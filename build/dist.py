@@ -50,6 +50,7 @@ RUNTIME_MODULES = (
     "remote.mjs",  # the page's side of worker mode
     "worker.mjs",  # the worker's side (started by remote.mjs)
     "rpc.mjs",  # the messages between them
+    "handle.mjs",  # what an agent handle of both modes shares (state, asTool, options)
     "engine.mjs",  # wllama and the model cache
     "facts.mjs",  # what a loaded model is (engine.info's facts)
     "store.mjs",  # IndexedDB store for durable runs

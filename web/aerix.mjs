@@ -17,6 +17,8 @@
  *   });
  *   for await (const ev of agent.run("Umbrella for Lisbon?", { signal })) console.log(ev);
  *   const answer = await agent.ask("And for Porto?");   // { text, thought, events }
+ *   const boss = aerix.agent({ tools: [agent.asTool("travel", "Answers travel questions.")] });  // Python's as_tool
+ *   await agent.state.set("home", "Lisbon");  // Python's agent.state: get/set/delete/load, collection(name).list/get/upsert/remove
  *
  * Two modes, one API:
  * - `worker: true`: Python, the aerix wheel and the engine's client run in a module Web Worker
@@ -69,8 +71,10 @@ const HERE = new URL("./", import.meta.url);
  *   key once they load, as `keepModel` does, for `model: "aerix-local:" + encodeURIComponent(key)`.
  * @param {string|URL} [options.base] where the site's files are (default: next to this module).
  * @param {object} [options.engine] options for `loadEngine` (nCtx, nThreads, nGpuLayers, seed, recorder);
- *   or, for an OpenAI-compatible server, `{ baseUrl, model, apiKey, params }`: `baseUrl` includes
- *   `/v1`, `model` is the name the server knows, `params` more body fields for every request.
+ *   or, for an OpenAI-compatible server, `{ baseUrl, model, apiKey, params, headers, retries, backoffS,
+ *   maxBackoffS }` (OpenAIModel's parameters; any other is refused): `baseUrl` includes `/v1`, `model`
+ *   is the name the server knows, `params` more body fields for every request, `retries` how many
+ *   times a 429/503 is asked again after a wait (`backoffS` doubled each time, at most `maxBackoffS`).
  * @param {(p: {phase: string, loaded?: number, total?: number, ms?: number}) => void} [options.onProgress]
  *   phases: "python", "packages", "imports" (each with `ms` when done) and "model" (bytes, with
  *   `cached`: true when they come from this browser's cache).

@@ -14,6 +14,7 @@
  * @module remote
  */
 
+import { RUN_OPTIONS, START_OPTIONS, agentState, agentTool, checked, named, newRef } from "./handle.mjs";
 import { connect } from "./rpc.mjs";
 import { ending } from "./runtime.mjs";
 
@@ -67,9 +68,14 @@ export async function bootWorker(root, { model, onProgress = () => {}, engine: e
   };
 }
 
-function remoteAgent(peer, options) {
+/**
+ * The agent as the page sees it in worker mode: each method a message to the worker's agent
+ * (the one runtime.mjs's `wrapAgent` makes there), under the id this side chose for it
+ * (handle.mjs). Exported for tests/js, which build one over a fake peer.
+ */
+export function remoteAgent(peer, options, ref = newRef()) {
   const state = { id: null, system: undefined, schema: undefined, messages: [] };
-  const ready = peer.keep("agent", options).then((made) => void Object.assign(state, made));
+  const ready = peer.keep("agent", options, ref).then((made) => void Object.assign(state, made));
   ready.catch(() => {}); // the rejection is the first call's (or `ready`'s) to report
   const call = async (method, ...args) => {
     await ready;
@@ -88,16 +94,16 @@ function remoteAgent(peer, options) {
       if (!step?.done) await events.return();
     }
   }
-  return {
+  const handle = {
     ready,
-    run: (prompt, { signal, runId, idempotencyKey, invoker, attachments, source } = {}) =>
-      stream("run", prompt, { signal, runId, idempotencyKey, invoker, attachments, source }),
+    run: (prompt, options) => stream("run", prompt, { ...checked("run option(s)", options, RUN_OPTIONS) }),
     async ask(prompt, opts = {}) {
       const all = [];
       for await (const ev of this.run(prompt, opts)) all.push(ev);
       return ending(all);
     },
-    start: (prompt, opts = {}) => call("start", prompt, opts),
+    start: (prompt, options) => call("start", prompt, { ...checked("start option(s)", options, START_OPTIONS) }),
+    getRun: (runId) => call("getRun", runId),
     resume: (runId, { signal } = {}) => stream("resume", runId, { signal }),
     approve: (runId, approvalId, approved, { reason, signal, approver } = {}) => stream("approve", runId, approvalId, approved, { reason, signal, approver }),
     artifact: (id) => call("artifact", id),
@@ -119,6 +125,12 @@ function remoteAgent(peer, options) {
     get schema() {
       return state.schema;
     },
+    state: agentState(async (method, collection, args) => {
+      await ready;
+      return peer.call("agentState", state.id, method, collection, args);
+    }),
+    asTool: (name, description, opts) => agentTool(handle, name, description, opts),
     python: null,
   };
+  return named(handle, ref);
 }

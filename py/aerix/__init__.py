@@ -17,6 +17,7 @@ from .errors import AerixError
 from .events import Call, Compacted, End, Event, Final, FinalDelta, Handoff, Interrupted, NewArtifact, Result, Retry, Taint, Text, Turn, Usage, Waiting
 from .limits import Hooks, Limits
 from .model import Model
+from .page_options import js_tool
 from .tools import ContextKey, Tool, ToolContext, tool
 from .trust import Invoker, has_permission, require_tool_permission
 from .turn import parse_turn, system_message, turn_schema
@@ -62,6 +63,7 @@ __all__ = [
     "Waiting",
     "console_channel",
     "has_permission",
+    "js_tool",
     "parse_turn",
     "require_tool_permission",
     "system_message",

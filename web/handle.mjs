@@ -69,6 +69,19 @@ export function agentTool(handle, name, description, options) {
   return { name, description, agent: refOf(handle), ...(trust === undefined ? {} : { trust }) };
 }
 
+/**
+ * `ai.agent(options)`'s options with `handoffs: [handle, ...]` (agents of the same `ai`, Python's
+ * `Agent(handoffs=...)`, aerix.handoffs) as their references, which cross to Python in either mode.
+ * @param {object} options
+ */
+export function withHandoffRefs(options) {
+  if (!options || options.handoffs === undefined || options.handoffs === null) return options;
+  if (!Array.isArray(options.handoffs)) throw aerixError("options", `handoffs must be an array of agents made by ai.agent(), got ${typeof options.handoffs}`);
+  // a reference already (the worker gets the page's) crosses as it is
+  const ref = (h) => (typeof h?.aerixAgent === "string" && !refs.has(h) ? { aerixAgent: h.aerixAgent } : refOf(h));
+  return { ...options, handoffs: options.handoffs.map(ref) };
+}
+
 // -- agent.state ---------------------------------------------------------------------------------
 
 /**

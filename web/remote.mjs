@@ -14,7 +14,7 @@
  * @module remote
  */
 
-import { RUN_OPTIONS, START_OPTIONS, agentState, agentTool, checked, named, newRef } from "./handle.mjs";
+import { RUN_OPTIONS, START_OPTIONS, agentState, agentTool, checked, named, newRef, withHandoffRefs } from "./handle.mjs";
 import { connect } from "./rpc.mjs";
 import { ending } from "./runtime.mjs";
 
@@ -58,7 +58,7 @@ export async function bootWorker(root, { model, onProgress = () => {}, engine: e
     worker: true,
     timings,
     engine: booted.server ?? { info, requests, chat: (messages, options) => peer.stream("engineChat", messages, options) },
-    agent: (options = {}) => remoteAgent(peer, options),
+    agent: (options = {}) => remoteAgent(peer, withHandoffRefs(options)),
     runPython: (code) => peer.call("runPython", String(code)),
     /** Stop the worker (and the engine with it); this object is of no use afterwards. */
     terminate() {

@@ -7,7 +7,7 @@
  */
 
 import { loadEngine } from "./engine.mjs";
-import { RUN_OPTIONS, START_OPTIONS, agentState, agentTool, checked, named, newRef } from "./handle.mjs";
+import { RUN_OPTIONS, START_OPTIONS, agentState, agentTool, checked, named, newRef, withHandoffRefs } from "./handle.mjs";
 import { openStore } from "./store.mjs";
 
 const HERE = new URL("./", import.meta.url);
@@ -59,7 +59,7 @@ export async function bootHere({ model, cache = true, cacheKey, base = HERE, eng
      * (`ref`: the id its handle goes by, handle.mjs; the worker passes the page's.)
      */
     agent: (options = {}, ref = newRef()) =>
-      wrapAgent(readable(page.create_agent)(jsModel, withContext(withModuleTools(options), eng), ref), !!(options.durable || options.store), ref),
+      wrapAgent(readable(page.create_agent)(jsModel, withContext(withModuleTools(withHandoffRefs(options)), eng), ref), !!(options.durable || options.store), ref),
     /** Run Python code in this runtime; its value as plain JavaScript (dicts as objects). */
     runPython: async (code) => plain(await pyodide.runPythonAsync(String(code))),
   };

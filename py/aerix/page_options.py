@@ -36,6 +36,7 @@ __all__ = ["AGENT_OPTIONS", "JsChannel", "agent_from_js", "agent_of", "as_dict",
 AGENT_OPTIONS = (
     "instructions", "tools", "limits", "hooks", "generation", "constrain", "durable", "store", "name", "onTainted",
     "toolPolicy", "output", "channels", "state", "stateTools", "compaction", "conversationId", "turnFormat",
+    "handoffs", "description",
 )
 
 _LIMIT_NAMES = {
@@ -63,7 +64,9 @@ def agent_from_js(model: Any, options: Any) -> Agent:
     ``state`` collection name -> field map (with ``id: {type: "string", required: true}``) and
     ``stateTools`` (aerix.agent_state); ``toolPolicy`` is
     ``{withoutInvoker: "allow" | "deny"}`` (aerix.require_tool_permission) or a function
-    ``(agent, tool, invoker) => boolean``."""
+    ``(agent, tool, invoker) => boolean``; ``handoffs`` agents this one may hand the conversation
+    to (their references, ``{aerixAgent: id}``: the facade turns handles into them) and
+    ``description`` what a handoff to this one is for (aerix.handoffs)."""
     opts = as_dict(from_js(options), "agent options")
     unknown = sorted(set(opts) - set(AGENT_OPTIONS))
     if unknown:
@@ -88,7 +91,7 @@ def agent_from_js(model: Any, options: Any) -> Agent:
         constrain=opts.get("constrain", True),
         hooks=hooks,
         store=store,
-        name=opts.get("name", "agent"),
+        name=opts.get("name"),  # None: "agent", which a handoff target may not go by
         on_tainted=opts.get("onTainted", "approve"),
         tool_policy=_js_policy(opts.get("toolPolicy")),
         output=_js_output(opts.get("output")),
@@ -98,6 +101,8 @@ def agent_from_js(model: Any, options: Any) -> Agent:
         compaction=_js_compaction(opts.get("compaction", "model")),
         conversation_id=opts.get("conversationId"),
         turn_format=_js_turn_format(opts.get("turnFormat")),
+        handoffs=[agent_of(ref) for ref in _list(opts.get("handoffs"), "handoffs")],  # handle.mjs's refOf of each
+        description=opts.get("description"),
     )
     return agent
 

@@ -51,6 +51,9 @@ PYTHON_ONLY_AGENT = {
     "schema_for",
     # the page calls it itself when it goes away (runtime.mjs, on pagehide)
     "interrupt",
+    # handoffs (aerix.handoffs): JS passes `handoffs` and `description` as options and holds them; the
+    # agent a conversation was handed to is the last `handoff` event's `target`; the tool map is derived
+    "handoffs", "description", "named", "active", "handoff_tools",
 }
 JS_ONLY_AGENT = {
     "ready",  # worker mode builds the agent in the background; Python's constructor returns it built

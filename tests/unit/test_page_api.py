@@ -84,6 +84,35 @@ async def test_an_as_tool_value_takes_trust_flags_as_a_js_tool_does():
     assert [(e["type"], e.get("tool") or e.get("source")) for e in events if e["type"] in ("call", "taint", "result")] == [("call", "read"), ("taint", "read"), ("result", "read")]
 
 
+async def test_handoffs_by_reference_hand_the_conversation_to_that_agent():
+    """JS `ai.agent({handoffs: [billing]})`: the facade sends each handle's reference (handle.mjs's
+    withHandoffRefs), and the run goes on under the agent it names."""
+    model = ScriptedModel([calls(("handoff_billing", {"reason": "a charge"})), final("Refunded.")])
+    billing = create_agent(model, {"name": "billing", "description": "Invoices and refunds.", "instructions": "You do billing."}, "ref-billing")
+    triage = create_agent(model, {"name": "triage", "handoffs": [{"aerixAgent": "ref-billing"}]})
+    assert triage.agent.handoffs == (billing.agent,) and "handoff_billing" in triage.agent.tool_names
+    events = await views(raw("run")(triage, "I was charged twice"))
+    assert [(e["type"], e.get("source"), e.get("target")) for e in events if e["type"] == "handoff"] == [("handoff", "triage", "billing")]
+    assert (events[-1]["type"], events[-1]["text"]) == ("final", "Refunded.")
+    assert model.calls[1].messages[0]["content"] == billing.agent.system  # the target's system message from the switch
+
+
+@pytest.mark.parametrize(
+    ("options", "words"),
+    [
+        ({"handoffs": {"aerixAgent": "ref-billing"}}, "handoffs must be an array"),
+        ({"handoffs": [{"aerixAgent": "ref-nowhere"}]}, "no agent 'ref-nowhere' here"),
+        ({"handoffs": [{"aerixAgent": "ref-unnamed"}]}, "name"),
+    ],
+)
+def test_bad_handoffs_are_refused_naming_what(options, words):
+    if "ref-unnamed" not in page_options._AGENTS:
+        create_agent(ScriptedModel([]), {}, "ref-unnamed")  # no name: a handoff target needs one
+    with pytest.raises(AerixError) as e:
+        create_agent(ScriptedModel([]), {"name": "front", **options})
+    assert e.value.kind == "options" and words in e.value.message, e.value.message
+
+
 @pytest.mark.parametrize(
     ("tool", "words"),
     [

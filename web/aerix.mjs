@@ -71,7 +71,7 @@ const HERE = new URL("./", import.meta.url);
  * @param {object} [options.engine] options for `loadEngine` (nCtx, nThreads, nGpuLayers, seed, recorder);
  *   or, for an OpenAI-compatible server, `{ baseUrl, model, apiKey, params }`: `baseUrl` includes
  *   `/v1`, `model` is the name the server knows, `params` more body fields for every request.
- * @param {(p: {phase: string, loaded?: number, total?: number, ms?: number}) => void} [options.onProgress]
+ * @param {(p: {phase: string, loaded?: number, total?: number, ms?: number, cached?: boolean}) => void} [options.onProgress]
  *   phases: "python", "packages", "imports" (each with `ms` when done) and "model" (bytes, with
  *   `cached`: true when they come from this browser's cache).
  * @returns {Promise<{pyodide: object|null, engine: object, agent: Function, runPython: Function, timings: object, worker: boolean}>}

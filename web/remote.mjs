@@ -17,9 +17,14 @@
 import { connect } from "./rpc.mjs";
 import { ending } from "./runtime.mjs";
 
-/** Start the worker and boot it; resolves like runtime.mjs's `bootHere`. */
+/**
+ * Start the worker and boot it; resolves like runtime.mjs's `bootHere`.
+ * @param {URL} root
+ * @param {import("./runtime.mjs").BootOptions} options
+ */
 export async function bootWorker(root, { model, onProgress = () => {}, engine: engineOptions = {}, ...options }) {
   const started = performance.now();
+  /** @type {Record<string, number>} */
   const timings = {};
   const worker = new Worker(new URL("worker.mjs", root), { type: "module", name: "aerix" });
   const peer = connect(worker);
@@ -90,7 +95,7 @@ function remoteAgent(peer, options) {
   }
   return {
     ready,
-    run: (prompt, { signal, runId, idempotencyKey, invoker, attachments, source } = {}) =>
+    run: (/** @type {string} */ prompt, /** @type {import("./runtime.mjs").RunOptions} */ { signal, runId, idempotencyKey, invoker, attachments, source } = {}) =>
       stream("run", prompt, { signal, runId, idempotencyKey, invoker, attachments, source }),
     async ask(prompt, opts = {}) {
       const all = [];
@@ -98,8 +103,9 @@ function remoteAgent(peer, options) {
       return ending(all);
     },
     start: (prompt, opts = {}) => call("start", prompt, opts),
-    resume: (runId, { signal } = {}) => stream("resume", runId, { signal }),
-    approve: (runId, approvalId, approved, { reason, signal, approver } = {}) => stream("approve", runId, approvalId, approved, { reason, signal, approver }),
+    resume: (/** @type {string} */ runId, /** @type {{signal?: AbortSignal}} */ { signal } = {}) => stream("resume", runId, { signal }),
+    approve: (/** @type {string} */ runId, /** @type {string} */ approvalId, /** @type {boolean} */ approved, /** @type {import("./runtime.mjs").ApproveOptions} */ { reason, signal, approver } = {}) =>
+      stream("approve", runId, approvalId, approved, { reason, signal, approver }),
     artifact: (id) => call("artifact", id),
     artifacts: (runId) => call("artifacts", runId),
     choose: (question, options, opts = {}) => call("choose", question, options, opts),

@@ -12,16 +12,37 @@ import { openStore } from "./store.mjs";
 const HERE = new URL("./", import.meta.url);
 
 /**
+ * The options of aerix.mjs's `boot` that a realm takes (`worker` decided already).
+ * @typedef {object} BootOptions
+ * @property {string|Blob} [model]
+ * @property {boolean} [cache]
+ * @property {string} [cacheKey]
+ * @property {string|URL} [base]
+ * @property {Record<string, any>} [engine] `loadEngine`'s options, or an OpenAI-compatible server's `{baseUrl, model, apiKey, params}`
+ * @property {(p: {phase: string, loaded?: number, total?: number, ms?: number, cached?: boolean}) => void} [onProgress]
+ */
+
+/**
+ * How an agent's runs are started and answered (the agent below documents each).
+ * @typedef {{signal?: AbortSignal, runId?: string, idempotencyKey?: string, invoker?: object, attachments?: any[], source?: string}} RunOptions
+ * @typedef {{runId?: string, idempotencyKey?: string, invoker?: object}} StartOptions
+ * @typedef {{reason?: string, signal?: AbortSignal, approver?: object}} ApproveOptions
+ * @typedef {{signal?: AbortSignal, topLogprobs?: number}} ChooseOptions
+ */
+
+/**
  * Boot Python and the engine in parallel, here (the options of aerix.mjs's `boot`, without
  * `worker`; URLs already resolved against the page when the worker runs this).
+ * @param {BootOptions} [options]
  */
 export async function bootHere({ model, cache = true, cacheKey, base = HERE, engine: engineOptions = {}, onProgress = () => {} } = {}) {
   const server = engineOptions?.baseUrl ? engineOptions : null;
   if (!server && (model === undefined || model === null)) throw new Error("boot({ model }) needs a model: a GGUF URL or a Blob");
   const root = new URL(base, location.href);
   const started = performance.now();
+  /** @type {Record<string, number>} */
   const timings = {};
-  const time = (phase) => {
+  const time = (/** @type {string} */ phase) => {
     const ms = Math.round(performance.now() - started);
     timings[phase] = ms;
     onProgress({ phase, ms });
@@ -108,6 +129,7 @@ function withModuleTools(options) {
 /**
  * An OpenAI-compatible server in place of the engine: reachable from this page (CORS
  * included) and what it serves, from `GET {baseUrl}/models`. The key is not kept here.
+ * @param {Record<string, any>} server boot's `engine` option: `{baseUrl, model, apiKey}`
  */
 async function openServer({ baseUrl, model, apiKey }) {
   if (typeof model !== "string" || !model) {
@@ -223,7 +245,7 @@ function wrapAgent(agent, durable) {
      * artifacts (an `artifact` event each) and listed to the model after the prompt.
      * A durable agent also takes `{ runId, idempotencyKey }`.
      */
-    run: (prompt, { signal, runId, idempotencyKey, invoker, attachments, source } = {}) =>
+    run: (/** @type {string} */ prompt, /** @type {RunOptions} */ { signal, runId, idempotencyKey, invoker, attachments, source } = {}) =>
       events(py.run(prompt, signal ?? null, runId ?? null, idempotencyKey ?? null, invoker ?? null, attachments ?? null, source ?? null)),
     /** Run to the ending: `{ text, thought, events }` on a final; otherwise throws with `reason` and `events`. */
     async ask(prompt, options = {}) {
@@ -233,11 +255,11 @@ function wrapAgent(agent, durable) {
     },
     // -- durable runs (agents made with `durable: true` or a `store`) --
     /** Create a run (or find the one with this idempotency key); `resume` runs it. */
-    start: (prompt, { runId, idempotencyKey, invoker } = {}) => py.start(prompt, runId ?? null, idempotencyKey ?? null, invoker ?? null),
+    start: (/** @type {string} */ prompt, /** @type {StartOptions} */ { runId, idempotencyKey, invoker } = {}) => py.start(prompt, runId ?? null, idempotencyKey ?? null, invoker ?? null),
     /** Continue a run from its last checkpoint; a run already ended gives its ending. */
-    resume: (runId, { signal } = {}) => events(py.resume(runId, signal ?? null)),
+    resume: (/** @type {string} */ runId, /** @type {{signal?: AbortSignal}} */ { signal } = {}) => events(py.resume(runId, signal ?? null)),
     /** Answer a waiting run's approval (`approver`: who answers) and continue it. */
-    approve: (runId, approvalId, approved, { reason, signal, approver } = {}) =>
+    approve: (/** @type {string} */ runId, /** @type {string} */ approvalId, /** @type {boolean} */ approved, /** @type {ApproveOptions} */ { reason, signal, approver } = {}) =>
       events(py.approve(runId, approvalId, approved, reason ?? null, signal ?? null, approver ?? null)),
     /**
      * An artifact of any of this agent's runs: `{ meta: {id, runId, mediaType, filename, size, sha256},
@@ -255,7 +277,7 @@ function wrapAgent(agent, durable) {
      * `{option: score}`: the model's probability of each option as the answer, summing to 1
      * (docs/agents.md, "Routing by scores"); the conversation is left as it was.
      */
-    choose: (question, options, { signal, topLogprobs } = {}) => py.choose(question, options, signal ?? null, topLogprobs ?? null),
+    choose: (/** @type {string} */ question, /** @type {string[]} */ options, /** @type {ChooseOptions} */ { signal, topLogprobs } = {}) => py.choose(question, options, signal ?? null, topLogprobs ?? null),
     /** The artifacts of one run, in put order (its attachments first). */
     artifacts: (runId) => py.artifacts(runId),
     /** Take no new run; the running one stops at its next checkpoint; resolves when none runs. */

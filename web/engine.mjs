@@ -155,7 +155,7 @@ function engineOf(wllama, info, promptMode, recorder, thinks) {
     wllama,
     info,
     settled: promptMode.then(() => info, () => info),
-    requests: /** @type {object[]|undefined} */ (requests),
+    requests,
     chat: (messages, options) => chat(bridge, messages, options),
     close: () => wllama.exit(),
   };
@@ -300,7 +300,8 @@ async function modelFacts(wllama, template, counting) {
  * @property {Wllama} wllama the Wllama instance, for what this module does not cover
  * @property {EngineInfo} info
  * @property {Promise<EngineInfo>} settled `info` once its prompt mode is known
- * @property {object[]|undefined} requests with `recorder`: every request sent, without its abort signal
+ * @property {object[]|{push: (request: object) => unknown}|undefined} requests with `recorder: true`: every
+ *   request sent, without its abort signal (with a `recorder` object: that object)
  * @property {(messages: {role: string, content: string}[], options?: ChatOptions) => AsyncGenerator<Delta, void, undefined>} chat
  *   one generation; an engine runs its generations one at a time, in the order they asked
  *   (generation.mjs, ONE AT A TIME)

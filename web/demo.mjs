@@ -8,7 +8,12 @@ import { boot, chat } from "./aerix.mjs";
 import { BUNDLED, setUpPicker, showFacts } from "./demo-picker.mjs";
 import { INSTRUCTIONS, tools as demoTools } from "./demo-tools.mjs";
 
+/** @param {string} id */
 const $ = (id) => document.getElementById(id);
+/** An <input> of the page (its value, checked, files), by id. */
+const input = (/** @type {string} */ id) => /** @type {HTMLInputElement} */ ($(id));
+/** A <button> of the page, by id. */
+const button = (/** @type {string} */ id) => /** @type {HTMLButtonElement} */ ($(id));
 const params = new URLSearchParams(location.search);
 // a URL, or a file kept in this browser (aerix-local:...); see demo-picker.mjs
 const MODEL = params.get("model") || BUNDLED;
@@ -48,14 +53,32 @@ function notice(kind, text) {
 const transcript = [];
 // `chat`: the chat store the log draws (its getState() is what the page shows); `model`: what the
 // booted model is (demo-picker.mjs's showFacts); `progress`: the model phase's progress reports
-window.demo = { ready: false, running: false, transcript, error: null, server: SERVER?.baseUrl ?? null, toasts: [], chat: null, model: null, progress: [] };
+/**
+ * What the demo shows tests and a person at the console, as `window.demo`.
+ * @typedef {object} DemoState
+ * @property {boolean} ready
+ * @property {boolean} running
+ * @property {object[]} transcript
+ * @property {string|null} error
+ * @property {string|null} server
+ * @property {string[]} toasts
+ * @property {object|null} chat
+ * @property {object|null} model
+ * @property {object[]} progress
+ * @property {Record<string, number>} [timings] the boot's phases, in ms
+ * @property {() => object} [agent] the agent the last prompt went to
+ * @property {{scores: Record<string, number>, desk: string}|null} [route] how the last prompt was routed
+ */
+/** @type {DemoState} */
+const demo = { ready: false, running: false, transcript, error: null, server: SERVER?.baseUrl ?? null, toasts: [], chat: null, model: null, progress: [] };
+Object.assign(window, { demo });
 setUpPicker(MODEL, !!SERVER);
 
 // The "toast" channel: a tool that emits to it (ctx.emit("toast", body, {title})) shows a small
 // toast for a few seconds. The demo's own tools do not emit (the bundled model was trained on them
 // as they are): the channel is here for tools you add.
 function showToast(message) {
-  window.demo.toasts.push(message);
+  demo.toasts.push(message);
   let box = $("toasts");
   if (!box) {
     box = document.createElement("div");
@@ -79,24 +102,24 @@ try {
     worker: WORKER,
     onProgress: (p) => {
       if (p.phase !== "model") return void ($("status").textContent = `Loaded: ${p.phase}`);
-      window.demo.progress.push(p);
-      if (p.total) $("progress").value = p.loaded / p.total;
+      demo.progress.push(p);
+      if (p.total) /** @type {HTMLProgressElement} */ ($("progress")).value = p.loaded / p.total;
       const of = p.total ? ` of ${Math.round(p.total / 1024)}` : "";
       $("status").textContent = `${p.cached ? "Reading the model from this browser's cache" : "Downloading the model"}… ${Math.round(p.loaded / 1024)}${of} KiB`;
     },
   });
   const t = aerix.timings;
-  $("progress").value = 1;
+  /** @type {HTMLProgressElement} */ ($("progress")).value = 1;
   $("status").textContent = "Ready.";
   $("timings").textContent = `ready in ${t.ready} ms (python ${t.python} · packages ${t.packages} · imports ${t.imports} · engine ${t.engine}, in parallel${aerix.worker ? ", in a worker" : ", in this page"})`;
   const info = aerix.engine.info;
   if (SERVER) $("model").textContent = `Model ${SERVER.model} on the server ${aerix.engine.baseUrl} · runs kept in IndexedDB`;
   else $("model").textContent = `Model ${MODEL} · vocab ${info.n_vocab} · ctx ${info.n_ctx} · threads ${info.n_threads} · ${crossOriginIsolated ? "cross-origin isolated" : "not isolated"} · runs kept in IndexedDB`;
-  if (!SERVER) window.demo.model = showFacts(info, MODEL);
-  window.demo.timings = t;
+  if (!SERVER) demo.model = showFacts(info, MODEL);
+  demo.timings = t;
 } catch (e) {
   $("status").textContent = `Could not start: ${e.message}`;
-  window.demo.error = String(e.message || e);
+  demo.error = String(e.message || e);
 }
 
 // "Treat tool results as untrusted web content": weather and time stand for tools that bring
@@ -105,9 +128,9 @@ try {
 // waits for the user's approval (docs/trust.md). Like the approval box, the box is read at each
 // call. The flags are not part of what the model sees: the system message and the turn schema
 // stay those the bundled model was trained on.
-const untrusted = () => $("untrusted").checked;
+const untrusted = () => input("untrusted").checked;
 // The box outlives a reload, so a run waiting on the guard is answered under the same flags.
-$("untrusted").checked = localStorage.getItem("aerix-demo-untrusted") === "1";
+input("untrusted").checked = localStorage.getItem("aerix-demo-untrusted") === "1";
 $("untrusted").addEventListener("change", () => localStorage.setItem("aerix-demo-untrusted", untrusted() ? "1" : "0"));
 const TRUST = { weather: { taint: untrusted }, time: { taint: untrusted }, save_note: { guardWhenTainted: untrusted } };
 const tools = demoTools.map((t) => (TRUST[t.name] ? { ...t, trust: TRUST[t.name] } : t));
@@ -140,7 +163,7 @@ function agentFor(constrain, desk = "travel") {
         channels: [{ name: "toast", out: showToast }],
         hooks: {
           beforeCall: async (call, ctx) => {
-            if (!$("approve").checked) return null;
+            if (!input("approve").checked) return null;
             const decision = await ctx.approve(`Run ${call.tool}?`, JSON.stringify(call.input));
             return decision.approved ? null : { deny: decision.reason || "you said no" };
           },
@@ -152,16 +175,16 @@ function agentFor(constrain, desk = "travel") {
 }
 let desk = "travel"; // the desk the last prompt went to
 let routed = null; // {scores, desk} of the last prompt, when it was routed
-window.demo.agent = () => agentFor($("constrain").checked, desk); // the agent the last prompt went to
+demo.agent = () => agentFor(input("constrain").checked, desk); // the agent the last prompt went to
 
 /** The desk for a prompt: by the model's scores when the routing box is on (shown as a card). */
 async function route(prompt) {
-  if (!$("route").checked) return "travel";
+  if (!input("route").checked) return "travel";
   const names = Object.keys(DESKS);
   try {
     const scores = await agentFor(true).choose(prompt, Object.values(DESKS));
     const chosen = names[Object.values(DESKS).indexOf(Object.entries(scores).sort((a, b) => b[1] - a[1])[0][0])];
-    window.demo.route = routed = { scores, desk: chosen };
+    demo.route = routed = { scores, desk: chosen };
     return chosen;
   } catch (e) {
     problems.push(`Routing failed (${e.message}); the travel desk takes it.`);
@@ -172,7 +195,7 @@ async function route(prompt) {
 // -- the log: drawn from the chat store's state ------------------------------------------------
 
 // One chat store per agent (chat.mjs): the page draws the state of the one it shows, and every
-// event of its runs also goes to window.demo.transcript (cleared for each new prompt).
+// event of its runs also goes to demo.transcript (cleared for each new prompt).
 const stores = new Map();
 function storeFor(agent) {
   if (!stores.has(agent)) stores.set(agent, chat(agent, { onEvent: (ev) => transcript.push(ev) }));
@@ -184,7 +207,7 @@ function showStore(store) {
   if (store === shown) return store;
   unsubscribe();
   shown = store;
-  window.demo.chat = store;
+  demo.chat = store;
   unsubscribe = store.subscribe(draw);
   draw();
   return store;
@@ -312,13 +335,13 @@ function approvalButtons(el, approval) {
   el.dataset.approval = approval.approvalId;
   const row = document.createElement("div");
   row.className = "choices";
-  for (const [label, approved] of [["Approve", true], ["Deny", false]]) {
+  for (const [label, approved] of /** @type {[string, boolean][]} */ ([["Approve", true], ["Deny", false]])) {
     const button = document.createElement("button");
     button.type = "button";
     button.textContent = label;
     button.className = approved ? "approve" : "deny";
     button.addEventListener("click", async () => {
-      const buttons = [...row.children];
+      const buttons = /** @type {HTMLButtonElement[]} */ ([...row.children]);
       for (const b of buttons) b.disabled = true; // the card goes once the store takes the answer
       await drive(shown.approve(approval.approvalId, approved));
       for (const b of buttons) b.disabled = false;
@@ -339,37 +362,37 @@ function resumeButton(el, run) {
   el.append(button);
 }
 
-/** The page is busy while a run's events come: `window.demo.running`, Run and Stop follow. */
+/** The page is busy while a run's events come: `demo.running`, Run and Stop follow. */
 async function drive(settled) {
-  window.demo.running = true;
-  $("run").disabled = true;
-  $("stop").disabled = false;
+  demo.running = true;
+  button("run").disabled = true;
+  button("stop").disabled = false;
   try {
     await settled;
   } catch (e) {
     problems.push(String(e.message || e));
     draw();
   } finally {
-    window.demo.running = false;
-    $("run").disabled = false;
-    $("stop").disabled = true;
+    demo.running = false;
+    button("run").disabled = false;
+    button("stop").disabled = true;
   }
 }
 
 $("ask").addEventListener("submit", async (event) => {
   event.preventDefault();
-  if (!aerix || window.demo.running) return;
-  const prompt = $("prompt").value.trim();
+  if (!aerix || demo.running) return;
+  const prompt = input("prompt").value.trim();
   if (!prompt) return;
   transcript.length = 0;
   problems.length = 0;
   interrupted = [];
-  const attachments = [...$("files").files]; // kept as the run's first artifacts
-  $("files").value = "";
-  window.demo.running = true;
-  routed = window.demo.route = null;
+  const attachments = [...input("files").files]; // kept as the run's first artifacts
+  input("files").value = "";
+  demo.running = true;
+  routed = demo.route = null;
   desk = await route(prompt);
-  const store = showStore(storeFor(agentFor($("constrain").checked, desk)));
+  const store = showStore(storeFor(agentFor(input("constrain").checked, desk)));
   await drive(store.send(prompt, attachments.length ? { attachments } : {}));
 });
 
@@ -383,6 +406,6 @@ if (aerix) {
   await store.reopen().catch((e) => problems.push(`Could not reopen the last chat: ${e.message}`));
   interrupted = (await store.recover()).filter((run) => !run.approval);
   draw();
-  $("run").disabled = false;
-  window.demo.ready = true;
+  button("run").disabled = false;
+  demo.ready = true;
 }

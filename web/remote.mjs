@@ -18,9 +18,14 @@ import { RUN_OPTIONS, START_OPTIONS, agentState, agentTool, checked, named, newR
 import { connect } from "./rpc.mjs";
 import { ending } from "./runtime.mjs";
 
-/** Start the worker and boot it; resolves like runtime.mjs's `bootHere`. */
+/**
+ * Start the worker and boot it; resolves like runtime.mjs's `bootHere`.
+ * @param {URL} root
+ * @param {import("./runtime.mjs").BootOptions} options
+ */
 export async function bootWorker(root, { model, onProgress = () => {}, engine: engineOptions = {}, ...options }) {
   const started = performance.now();
+  /** @type {Record<string, number>} */
   const timings = {};
   const worker = new Worker(new URL("worker.mjs", root), { type: "module", name: "aerix" });
   const peer = connect(worker);
@@ -96,16 +101,17 @@ export function remoteAgent(peer, options, ref = newRef()) {
   }
   const handle = {
     ready,
-    run: (prompt, options) => stream("run", prompt, { ...checked("run option(s)", options, RUN_OPTIONS) }),
+    run: (/** @type {string} */ prompt, /** @type {import("./runtime.mjs").RunOptions} */ options) => stream("run", prompt, { ...checked("run option(s)", options, RUN_OPTIONS) }),
     async ask(prompt, opts = {}) {
       const all = [];
       for await (const ev of this.run(prompt, opts)) all.push(ev);
       return ending(all);
     },
-    start: (prompt, options) => call("start", prompt, { ...checked("start option(s)", options, START_OPTIONS) }),
-    getRun: (runId) => call("getRun", runId),
-    resume: (runId, { signal } = {}) => stream("resume", runId, { signal }),
-    approve: (runId, approvalId, approved, { reason, signal, approver } = {}) => stream("approve", runId, approvalId, approved, { reason, signal, approver }),
+    start: (/** @type {string} */ prompt, /** @type {object} */ options) => call("start", prompt, { ...checked("start option(s)", options, START_OPTIONS) }),
+    getRun: (/** @type {string} */ runId) => call("getRun", runId),
+    resume: (/** @type {string} */ runId, /** @type {{signal?: AbortSignal}} */ { signal } = {}) => stream("resume", runId, { signal }),
+    approve: (/** @type {string} */ runId, /** @type {string} */ approvalId, /** @type {boolean} */ approved, /** @type {import("./runtime.mjs").ApproveOptions} */ { reason, signal, approver } = {}) =>
+      stream("approve", runId, approvalId, approved, { reason, signal, approver }),
     artifact: (id) => call("artifact", id),
     artifacts: (runId) => call("artifacts", runId),
     choose: (question, options, opts = {}) => call("choose", question, options, opts),

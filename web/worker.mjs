@@ -97,4 +97,5 @@ export function workerHandlers(boot = bootHere) {
 }
 
 // in a worker (not when tests/js import this module)
-if (typeof WorkerGlobalScope !== "undefined" && self instanceof WorkerGlobalScope) connect(self, workerHandlers());
+const WorkerScope = /** @type {any} */ (globalThis).WorkerGlobalScope;
+if (WorkerScope !== undefined && self instanceof WorkerScope) connect(self, workerHandlers());

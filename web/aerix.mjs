@@ -52,6 +52,11 @@ export { chat } from "./chat.mjs";
  * `cachedModels()` lists what is kept, `forgetModel(model)` removes one.
  */
 export { cachedModels, forgetModel, keepModel } from "./engine.mjs";
+/**
+ * `loadEngine(options)`: the engine alone, for a page that runs its own Pyodide and never calls
+ * `boot()` (docs/page.md, "Your own Pyodide"); Python takes it as `aerix.engines.js.JsModel(engine)`.
+ */
+export { loadEngine } from "./engine.mjs";
 
 const HERE = new URL("./", import.meta.url);
 

@@ -1,0 +1,210 @@
+"""Conversations about generated tool families, produced by the real aerix loop, as ChatML.
+
+    python -m build.general.corpus --out build/cache/general --seed 1 --count 5000
+
+For each conversation: a split, a kind (:data:`build.general.tasks.MIX`), a family of that split,
+a task; then a real ``aerix.Agent`` with the family's tools (real aerix tools whose results are
+made from their input) and a ``Teacher`` model that writes the turns a good agent writes. What is
+kept is ``agent.messages``: the real system message, the turns as aerix accepted them, the results
+as the loop fed them back. Each is rendered as SmolLM2's ChatML template renders it
+(``build.models.chatml``), with the character spans of the assistant's turns (each turn's text and
+its ``<|im_end|>``): the loss falls there only.
+
+Writes ``corpus.jsonl`` (one record a line: ``family, domain, split, kind, frame, text,
+assistant_spans, calls``: ``calls`` are the first turn's) and ``summary.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import random
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from aerix import Agent
+from aerix.testing import ScriptedModel
+from build.models import IM_END, IM_START, chatml
+
+from .families import Family, Runtime, aerix_tools, make_families
+from .tasks import MIX, Task, make_task
+
+__all__ = ["SPLITS", "INSTRUCTIONS", "Teacher", "converse", "render", "generate", "main"]
+
+SPLITS = {"train": 0.90, "val_family": 0.05, "val_phrasing": 0.05}
+INSTRUCTIONS_SHARE = 0.4  # conversations whose agent has instructions (BFCL's have none)
+INSTRUCTIONS = ("You are a helpful assistant.", "Use the tools when they fit; otherwise answer directly.",
+                "Answer briefly.", "You are an assistant for {domain} tasks.", "Be precise with the values you pass to tools.",
+                "You help people with {domain}.", "Keep answers short and friendly.")
+
+
+def _turn(thought: str, calls: list[Any] | None = None, final: str | None = None) -> str:
+    body: dict[str, Any] = {"thought": thought}
+    if calls is not None:
+        body["calls"] = [{"tool": c.tool, "input": c.input} for c in calls]
+    else:
+        body["final"] = final
+    return json.dumps(body, ensure_ascii=False)
+
+
+def _plan(task: Task) -> str:
+    tools = [c.tool for c in task.calls]
+    if len(set(tools)) == 1 and len(tools) > 1:
+        return f"Use {tools[0]} {len(tools)} times, once for each."
+    return f"Use {' and '.join(dict.fromkeys(tools))}."
+
+
+def _quote(result: str) -> str:
+    try:
+        fields = json.loads(result)
+    except ValueError:
+        return result
+    if not isinstance(fields, dict):
+        return result
+    return ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in fields.items())
+
+
+def final_answer(family: Family, task: Task, results: list[tuple[str, str]]) -> tuple[str, str]:
+    """(thought, final) once every result is in: the final quotes each result."""
+    for (tool, text), call in zip(results, task.calls):
+        if text.startswith("error: "):
+            return "The tool returned an error.", f"Sorry, I couldn't {family.tool(tool).do}: {text[len('error: '):]}."
+    parts = []
+    for (tool, text), call in zip(results, task.calls):
+        spec = family.tool(tool)
+        subject = call.said[0].short if call.said and call.said[0].short else ""
+        head = spec.obj[:1].upper() + spec.obj[1:] if spec.obj else "Done"
+        if len(task.calls) > 1 and len({c.tool for c in task.calls}) == 1:
+            head = subject or head
+        elif subject and spec.obj:
+            head += f" for {subject}"
+        parts.append(f"{head}: {_quote(text)}")
+    final = ". ".join(parts) + "."
+    return ("I have the result." if len(parts) == 1 else "I have the results."), final[:1].upper() + final[1:]
+
+
+class Teacher:
+    """The model for ``ScriptedModel``: given the conversation so far, the turn a good agent writes."""
+
+    def __init__(self) -> None:
+        self.task: Task | None = None
+        self.family: Family | None = None
+
+    def __call__(self, messages: list[dict[str, str]], options: dict[str, Any]) -> str:
+        task, family = self.task, self.family
+        assert task is not None and family is not None
+        asked = max(i for i, m in enumerate(messages) if m["role"] == "user" and not m["content"].startswith('{"results": '))
+        results: list[tuple[str, str]] = []
+        for m in messages[asked + 1 :]:
+            if m["role"] == "user":
+                results += [(r["tool"], r["result"]) for r in json.loads(m["content"])["results"]]
+        if task.reply is not None:
+            return _turn("No tool here can do this.", final=task.reply)
+        if not results:
+            return _turn(_plan(task), calls=task.calls)
+        thought, final = final_answer(family, task, results)
+        return _turn(thought, final=final)
+
+
+def converse(family: Family, task: Task, instructions: str | None, teacher: Teacher, loop: asyncio.AbstractEventLoop) -> list[dict[str, str]]:
+    """The task run through a real agent with the family's tools: ``agent.messages``."""
+    runtime = Runtime()
+    agent = Agent(model=ScriptedModel(teacher), instructions=instructions or "", tools=aerix_tools(family, runtime),
+                  limits={"turns": 6, "retries": 0})
+    teacher.family = family
+    current: Task | None = task
+    while current is not None:
+        teacher.task = current
+        runtime.fail = dict(current.fail)
+        answer = loop.run_until_complete(agent.ask(current.prompt))
+        if not answer.text:
+            raise RuntimeError(f"no final for {current.to_dict()}: {answer}")
+        current = current.then
+    return agent.messages
+
+
+def render(messages: list[dict[str, str]]) -> tuple[str, list[tuple[int, int]]]:
+    """The conversation as ChatML, and the spans of each assistant turn (its text and ``<|im_end|>``)."""
+    text, spans = "", []
+    for m in messages:
+        text += f"{IM_START}{m['role']}\n"
+        start = len(text)
+        text += m["content"] + IM_END
+        if m["role"] == "assistant":
+            spans.append((start, len(text)))
+        text += "\n"
+    assert text == chatml(messages, generation_prompt=False)
+    return text, spans
+
+
+def _pick(rng: random.Random, weights: dict[str, float]) -> str:
+    return rng.choices(list(weights), list(weights.values()))[0]
+
+
+def generate(seed: int, count: int, mix: dict[str, float] | None = None, splits: dict[str, float] | None = None) -> list[dict[str, Any]]:
+    """``count`` records, deterministic from ``seed``."""
+    mix, splits = mix or MIX, splits or SPLITS
+    families = make_families(seed)
+    pools = {"train": [f for f in families if f.split == "train"], "val_family": [f for f in families if f.split == "val_family"]}
+    rng = random.Random(seed)
+    teacher, loop = Teacher(), asyncio.new_event_loop()
+    out = []
+    try:
+        while len(out) < count:
+            split, kind = _pick(rng, splits), _pick(rng, mix)
+            family = rng.choice(pools["val_family" if split == "val_family" else "train"])
+            task = make_task(rng, family, kind, val_phrasing=split == "val_phrasing")
+            if task is None:
+                continue
+            instructions = None
+            if rng.random() < INSTRUCTIONS_SHARE:
+                instructions = rng.choice(INSTRUCTIONS).replace("{domain}", family.domain)
+            messages = converse(family, task, instructions, teacher, loop)
+            text, spans = render(messages)
+            out.append({"family": family.id, "domain": family.domain, "split": split, "kind": kind, "frame": task.frame,
+                        "text": text, "assistant_spans": spans, "calls": [{"tool": c.tool, "input": c.input} for c in task.calls]})
+    finally:
+        loop.close()
+    return out
+
+
+def summary(records: list[dict[str, Any]], seconds: float) -> dict[str, Any]:
+    n = len(records)
+    return {
+        "conversations": n,
+        "seconds": round(seconds, 2),
+        "by_kind": dict(Counter(r["kind"] for r in records)),
+        "by_split": dict(Counter(r["split"] for r in records)),
+        "families": {s: len({r["family"] for r in records if r["split"] == s}) for s in ("train", "val_family", "val_phrasing")},
+        "domains": len({r["domain"] for r in records}),
+        "by_family": dict(Counter(r["family"] for r in records).most_common()),
+        "mean_chars": round(sum(len(r["text"]) for r in records) / max(n, 1), 1),
+        "mean_assistant_chars": round(sum(b - a for r in records for a, b in r["assistant_spans"]) / max(n, 1), 1),
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m build.general.corpus", description=__doc__.split("\n\n")[0])
+    ap.add_argument("--out", type=Path, required=True, help="the folder to write corpus.jsonl and summary.json into")
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--count", type=int, default=5000)
+    args = ap.parse_args(argv)
+    t0 = time.perf_counter()
+    records = generate(args.seed, args.count)
+    seconds = time.perf_counter() - t0
+    args.out.mkdir(parents=True, exist_ok=True)
+    with open(args.out / "corpus.jsonl", "w", encoding="utf-8") as f:
+        for r in records:
+            f.write(json.dumps(r, ensure_ascii=False) + "\n")
+    s = {"seed": args.seed, **summary(records, seconds)}
+    (args.out / "summary.json").write_text(json.dumps(s, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    print(json.dumps({k: v for k, v in s.items() if k != "by_family"}, indent=2), file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,248 @@
+"""Tool families: sets of related tools drawn from a domain's specs (:mod:`build.general.domains`),
+each with its own names, descriptions and parameter spellings, as real aerix tools.
+
+    families = make_families(seed=7)          # hundreds, deterministic from the seed
+    tools = aerix_tools(families[0], Runtime())
+
+A family takes one to four tools of a domain (sometimes one more from another domain), a naming
+style (``get_forecast``; a module prefix as BFCL's dotted names become, ``weather_get_forecast``;
+a camelCase name lowered as aerix spells it, ``getforecast``), snake or camelCase parameters,
+and its own wording of each description. A tool's result is made from its input (the same input,
+the same result), as JSON or as a line of text; ``Runtime.fail`` makes a named tool raise.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+import zlib
+from dataclasses import dataclass, field
+from typing import Any
+
+from aerix import tool
+from aerix.tools import Tool
+
+from . import lists
+from .domains import DOMAINS, HELD_OUT
+from .values import KINDS
+
+__all__ = ["Param", "ToolSpec", "Family", "Runtime", "make_families", "aerix_tools", "result_for", "PER_DOMAIN", "VAL_FAMILY_SHARE"]
+
+PER_DOMAIN = 14  # families drawn from each domain
+VAL_FAMILY_SHARE = 0.08  # of the other domains' families, the share held out (a hash of the family id)
+
+
+@dataclass(frozen=True)
+class Param:
+    name: str  # the field name the tool declares
+    base: str  # the spec's name (snake case): what mentions and labels come from
+    kind: str
+    args: tuple[str, ...]
+    required: bool
+    default: Any = None
+    has_default: bool = False
+
+    @property
+    def noun(self) -> str:
+        return self.args[-1] if self.kind in ("text", "code", "enum", "list", "nums", "range", "int") and self.args else ""
+
+    @property
+    def label(self) -> str:
+        return self.base.replace("_", " ")
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    name: str
+    base: str
+    domain: str
+    do: str  # what it does, imperative ("get the weather forecast")
+    obj: str  # what it gives, a noun phrase ("the weather forecast"), or ""
+    description: str
+    params: tuple[Param, ...]
+    returns: tuple[tuple[str, str, tuple[str, ...]], ...]
+    schema: dict[str, Any] = field(compare=False, hash=False, default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Family:
+    id: str
+    domain: str
+    split: str  # "train" or "val_family"
+    tools: tuple[ToolSpec, ...]
+    text_results: bool  # results as a line of text rather than JSON
+
+    def tool(self, name: str) -> ToolSpec:
+        return next(t for t in self.tools if t.name == name)
+
+
+def _param(spec: str, camel: bool) -> Param:
+    name, kind, *args = spec.split(":")
+    required = "?" not in name
+    base, _, default_text = name.replace("?", "").partition("=")
+    default: Any = None
+    if default_text:
+        default = {"true": True, "false": False}.get(default_text, default_text)
+        if kind in ("int", "num"):
+            default = int(default_text) if kind == "int" else float(default_text)
+    if kind == "bool" and not required:
+        default = False if default is None else default
+    field_name = re.sub(r"_([a-z0-9])", lambda m: m.group(1).upper(), base) if camel else base
+    return Param(field_name, base, kind, tuple(args), required, default, has_default=default is not None)
+
+
+def _returns(text: str) -> tuple[tuple[str, str, tuple[str, ...]], ...]:
+    out = []
+    for part in re.split(r"\s+(?=\w+:(?:n|f|w|p|id):)", text.strip()):
+        name, how, rest = part.split(":", 2)
+        out.append((name, how, tuple(rest.split("|") if how == "w" else rest.split(":") if how in ("n", "f") else [rest])))
+    return tuple(out)
+
+
+def _protos(domain: str) -> list[tuple[str, str, str, str, str]]:
+    lines = [ln for ln in DOMAINS[domain].strip().splitlines() if ln.strip()]
+    return [tuple(x.strip() for x in ln.split("|", 4)) for ln in lines]  # type: ignore[misc]
+
+
+def _third_person(do: str) -> str:
+    verb, _, rest = do.partition(" ")
+    v = verb + ("es" if verb.endswith(("sh", "ch", "s", "x")) else "s")
+    if verb.endswith("y") and verb[-2] not in "aeiou":
+        v = verb[:-1] + "ies"
+    return f"{v} {rest}".strip()
+
+
+def _description(rng: random.Random, do: str, params: tuple[Param, ...]) -> str:
+    first = rng.choice((do[0].upper() + do[1:], _third_person(do).capitalize(), f"Use this to {do}", f"Tool to {do}",
+                        _third_person(do).capitalize()))
+    req = [p.name for p in params if p.required]
+    tail = ""
+    if req and rng.random() < 0.3:
+        tail = f" Needs {', '.join(req)}."
+    elif rng.random() < 0.2:
+        tail = rng.choice((" Results come back as JSON.", " Read-only.", " Fast and free.", " Works worldwide."))
+    return f"{first}.{tail}"
+
+
+_UNIT_NAMES = {"kg": "kilograms", "cm": "centimeters", "m": "meters", "km": "kilometers", "l": "liters", "ml": "milliliters",
+               "c": "degrees Celsius", "g": "grams", "mol": "moles", "k": "kelvin", "m2": "square meters", "h": "hours"}
+
+
+def _param_description(rng: random.Random, p: Param) -> str | None:
+    if rng.random() < 0.25:
+        return None
+    label = p.label.capitalize()
+    extra = {"date": " as YYYY-MM-DD", "time": " as HH:MM (24-hour)", "pct": ", in percent", "money": ", an amount of money"}.get(p.kind, "")
+    if p.kind == "num" and len(p.args) > 2 and p.args[2] in _UNIT_NAMES:
+        extra = f" in {_UNIT_NAMES[p.args[2]]}"
+    if p.kind == "list":
+        extra = ", a list"
+    return f"{label}{extra}"
+
+
+def _schema(rng: random.Random, params: tuple[Param, ...]) -> dict[str, Any]:
+    props: dict[str, Any] = {}
+    for p in params:
+        s = KINDS[p.kind].schema(list(p.args))
+        if p.has_default:
+            s["default"] = p.default
+        desc = _param_description(rng, p)
+        if desc:
+            s = {"description": desc, **s} if rng.random() < 0.5 else {**s, "description": desc}
+        props[p.name] = s
+    return {"type": "object", "properties": props, "required": [p.name for p in params if p.required]}
+
+
+def _name(style: str, domain: str, base: str, prefix: str) -> str:
+    if style == "module":
+        return base if base.startswith(domain) else f"{domain}_{base}"
+    if style == "camel":
+        return base.replace("_", "")
+    if style == "vendor":
+        return f"{prefix}_{base}"
+    return base
+
+
+def _spec(rng: random.Random, domain: str, proto: tuple[str, ...], style: str, camel: bool, prefix: str) -> ToolSpec:
+    base, do, obj, params_text, returns_text = proto
+    params = tuple(_param(s, camel) for s in params_text.split())
+    params = tuple(p for p in params if p.required or rng.random() < 0.75)
+    return ToolSpec(_name(style, domain, base, prefix), base, domain, do, obj, _description(rng, do, params), params,
+                    _returns(returns_text), _schema(rng, params))
+
+
+VENDORS = ("acme", "nimbus", "orbit", "pico", "zen", "atlas", "quill", "lumen")
+
+
+def _family(seed: int, domain: str, i: int) -> Family:
+    rng = random.Random(f"{seed}:{domain}:{i}")
+    protos = _protos(domain)
+    k = min(len(protos), rng.choice((1, 2, 2, 3, 3, 3, 4, 4)))
+    chosen = rng.sample(protos, k)
+    style = rng.choices(("snake", "module", "camel", "vendor"), (0.5, 0.25, 0.15, 0.1))[0]
+    camel = rng.random() < 0.25
+    prefix = rng.choice(VENDORS)
+    tools = [_spec(rng, domain, p, style, camel, prefix) for p in chosen]
+    others = [d for d in DOMAINS if d != domain and (d not in HELD_OUT or domain in HELD_OUT)]
+    if rng.random() < 0.25:  # one tool of another domain: a request still picks its own tool
+        other = rng.choice(others)
+        tools.append(_spec(rng, other, rng.choice(_protos(other)), style, camel, prefix))
+    fid = f"{domain}-{i:02d}"
+    held = domain in HELD_OUT or zlib.crc32(f"{seed}:{fid}".encode()) % 1000 < VAL_FAMILY_SHARE * 1000
+    names = [t.name for t in tools]
+    if len(set(names)) != len(names):
+        tools = list({t.name: t for t in tools}.values())
+    return Family(fid, domain, "val_family" if held else "train", tuple(tools), rng.random() < 0.4)
+
+
+def make_families(seed: int, per_domain: int = PER_DOMAIN) -> list[Family]:
+    return [_family(seed, d, i) for d in DOMAINS for i in range(per_domain)]
+
+
+# -- results -------------------------------------------------------------------------------
+
+def result_for(spec: ToolSpec, input: dict[str, Any]) -> dict[str, Any]:
+    """The result fields of a call: drawn from the input, so the same call gives the same result."""
+    rng = random.Random(zlib.crc32(f"{spec.name}:{json.dumps(input, sort_keys=True)}".encode()))
+    out: dict[str, Any] = {}
+    for name, how, args in spec.returns:
+        if how == "n":
+            out[name] = rng.randint(int(args[0]), int(args[1]))
+        elif how == "f":
+            out[name] = round(rng.uniform(float(args[0]), float(args[1])), 2)
+        elif how == "w":
+            out[name] = rng.choice(args)
+        elif how == "p":
+            out[name] = rng.choice(lists.POOLS[args[0]])
+        else:
+            out[name] = "".join(str(rng.randint(0, 9)) if c == "#" else rng.choice("ABCDEFGHKMNPRSTXYZ") if c == "@" else c for c in args[0])
+    return out
+
+
+def result_text(family: Family, fields: dict[str, Any]) -> str:
+    if family.text_results:
+        return ", ".join(f"{k.replace('_', ' ')}: {v}" for k, v in fields.items())
+    return json.dumps(fields, ensure_ascii=False)
+
+
+class ToolFailed(Exception):
+    """A tool's failure; aerix records it as ``error: <message>``."""
+
+
+@dataclass
+class Runtime:
+    """What the tools of a conversation share: which of them fail, and with what message."""
+
+    fail: dict[str, str] = field(default_factory=dict)
+
+
+def aerix_tools(family: Family, runtime: Runtime) -> list[Tool]:
+    def runner(spec: ToolSpec) -> Any:
+        def run(input: dict[str, Any], ctx: Any) -> str:
+            if spec.name in runtime.fail:
+                raise ToolFailed(runtime.fail[spec.name])
+            return result_text(family, result_for(spec, input))
+        return run
+
+    return [tool(name=t.name, description=t.description, input=t.schema, run=runner(t)) for t in family.tools]

@@ -1,0 +1,82 @@
+"""How requests are worded: frames around a tool's phrase and its values' mentions, and which
+frames only validation sees.
+
+A frame is a sentence with ``{x}`` (one request) or ``{x1}``/``{x2}`` (two). ``held_out(frame)``
+is a hash split: those frames make the ``val_phrasing`` split and never appear in training.
+"""
+
+from __future__ import annotations
+
+import random
+import zlib
+
+__all__ = ["DO_FRAMES", "OBJ_FRAMES", "MULTI_FRAMES", "PARALLEL_FRAMES", "CHAT", "held_out", "frames", "dress", "FOLLOW_LEADS"]
+
+DO_FRAMES = (
+    "Please {x}.", "Can you {x}?", "Could you {x}?", "{X}.", "{X}, please.", "I need you to {x}.", "Would you {x}?",
+    "Help me {x}.", "I'd like you to {x}.", "Go ahead and {x}.", "Hey, {x}.", "{X} for me.", "Quick one: {x}.",
+    "I want to {x}.", "Let's {x}.", "Need to {x}.", "Can I get you to {x}?", "{X} now.", "Kindly {x}.",
+    "Would you mind if we {x}?", "Be a dear and {x}.", "{x}", "pls {x}", "I was hoping you could {x}.",
+    "Is it possible to {x}?", "Your task: {x}.", "Okay so {x}.", "Right, {x}.", "Do me a favour and {x}.",
+)
+OBJ_FRAMES = (
+    "What's {x}?", "What is {x}?", "Tell me {x}.", "Show me {x}.", "I'd like {x}.", "Give me {x}.", "Look up {x}.",
+    "Find {x}.", "Get me {x}.", "I want to know {x}.", "Fetch {x}.", "Need {x}.", "{X}?", "Do you know {x}?",
+    "Check {x} for me.", "I'm after {x}.", "Any chance of {x}?", "{x}", "Pull up {x}.", "Can I see {x}?",
+    "Looking for {x}.", "What would {x} be?", "Report {x}.", "Let me have {x}.",
+)
+MULTI_FRAMES = (
+    "{X1}, and {x2}.", "{X1}. Also, {x2}.", "First {x1}, then {x2}.", "Can you {x1} and {x2}?", "I need two things: {x1}, and {x2}.",
+    "{X1}; {x2}.", "Please {x1}, and after that {x2}.", "{X1} and also {x2}.", "Two jobs: {x1}. And {x2}.",
+    "Could you {x1}? And {x2} too.", "{X1}, plus {x2}.",  "{X1}, then {x2}.",
+)
+# {x}: the request with its first value; {rest}: the others ("Madrid and Oslo")
+PARALLEL_FRAMES = (
+    "{X}. Do the same for {rest}.", "{X}, and the same for {rest}.", "{X}. Then again for {rest}.",
+    "{X}. Repeat it for {rest}.", "{X}, and also for {rest}.", "{X}. After that, {rest} as well.",
+    "{X}; same thing for {rest}.", "{X}. And for {rest} too.",
+)
+CHAT = (
+    "Hi!", "Hello there.", "Good morning!", "Thanks, that's all.", "Thank you so much!", "Who are you?",
+    "What can you do?", "Write a short poem about rain.", "Tell me a joke.", "How are you today?",
+    "What is the meaning of the word serendipity?", "Summarize the plot of a famous novel for me.",
+    "Can you recommend a name for my goldfish?", "Why do cats purr?", "Give me a motivational quote.",
+    "Explain how rainbows form.", "Sing me a song.", "What's your favourite colour?",
+    "Write a limerick about a lazy dog.", "How do I tie my shoelaces?", "What year did humans first walk on the Moon?",
+    "Help me pick a gift for my sister.", "Is it rude to be late to a party?", "Teach me a word in Swahili.",
+)
+FOLLOW_LEADS = ("", "", "Now ", "Also, ", "Next: ", "One more thing: ", "And ", "Thanks. Now ")
+_LEADS = ("Hi! ", "Hello, ", "So, ", "Okay, ", "Hey there. ", "Um, ", "Right. ", "Good evening. ")
+_TAILS = (" Thanks!", " Thank you.", " Cheers.", " ASAP.", " Thanks in advance.", " :)")
+
+
+def held_out(frame: str) -> bool:
+    """About one frame in six belongs to validation only."""
+    return zlib.crc32(frame.encode()) % 6 == 0
+
+
+def frames(pool: tuple[str, ...], val: bool) -> tuple[str, ...]:
+    out = tuple(f for f in pool if held_out(f) == val)
+    assert out, pool
+    return out
+
+
+def fill(frame: str, **parts: str) -> str:
+    for k, v in parts.items():
+        frame = frame.replace("{" + k.upper() + "}", v[:1].upper() + v[1:]).replace("{" + k + "}", v)
+    return frame
+
+
+def dress(rng: random.Random, text: str) -> str:
+    """Surface noise: a lead-in or a thanks, lower case, a missing full stop."""
+    r = rng.random()
+    if r < 0.1:
+        text = rng.choice(_LEADS) + text[0].lower() + text[1:]
+    elif r < 0.18:
+        text = text + rng.choice(_TAILS)
+    r = rng.random()
+    if r < 0.06:
+        text = text.lower()
+    elif r < 0.14 and text[-1] in ".?":
+        text = text[:-1]
+    return text

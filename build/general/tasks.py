@@ -1,0 +1,196 @@
+"""Tasks over a tool family: a request and what a good agent does with it.
+
+Kinds (``MIX`` the default shares):
+
+- ``single``: one call of one of the family's tools;
+- ``parallel``: several calls of one tool, one per value the request lists;
+- ``multiple``: calls of two or three different tools in one turn;
+- ``irrelevant``: a request no tool of the family serves (another domain's request, or chat):
+  the answer is a final and no call;
+- ``error``: one call whose result is an error: the final says what failed;
+- ``two_requests``: a second request in the same conversation; its final quotes its result.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+from typing import Any
+
+from . import phrasing as ph
+from .domains import DOMAINS, HELD_OUT, MENTIONS
+from .families import Family, Param, ToolSpec, _protos, _spec
+from .values import KINDS, Value, join_words
+
+__all__ = ["Call", "Task", "MIX", "make_task", "ERRORS"]
+
+MIX = {"single": 0.30, "parallel": 0.15, "multiple": 0.15, "irrelevant": 0.15, "error": 0.10, "two_requests": 0.15}
+ERRORS = ("no match found for {v}", "{v} is not available", "the service is busy, try again later", "permission denied",
+          "rate limit reached", "unknown {label}: {v}", "{label} {v} is out of range", "timed out while fetching data",
+          "the account has no access to this feature", "invalid {label}")
+PARALLEL_KINDS = ("place", "text", "person", "int", "num", "date", "code", "enum", "email", "path")
+
+
+@dataclass
+class Call:
+    tool: str
+    input: dict[str, Any]
+    said: list[Value]  # the values as the request names them, for the final
+
+
+@dataclass
+class Task:
+    kind: str
+    prompt: str
+    calls: list[Call] = field(default_factory=list)  # the first turn's calls; none: a final at once
+    reply: str | None = None  # the final when no tool serves
+    fail: dict[str, str] = field(default_factory=dict)  # tool -> error message
+    then: Task | None = None
+    frame: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, "prompt": self.prompt, "calls": [{"tool": c.tool, "input": c.input} for c in self.calls]}
+
+
+def _mention(rng: random.Random, p: Param, v: Value) -> str:
+    pool = MENTIONS.get(p.base) or KINDS[p.kind].mentions
+    if p.kind in ("num",) or (p.kind == "int" and not p.noun):
+        pool = ("{label} = {v}", "{label}={v}") if len(p.label) == 1 else ("{label} {v}", "a {label} of {v}", "with {label} {v}", "{label}: {v}")
+        pool = MENTIONS.get(p.base, pool)
+    m = rng.choice(pool)
+    return m.replace("{noun}", p.noun or p.label).replace("{label}", p.label).replace("{v}", v.said)
+
+
+def _draw(rng: random.Random, p: Param) -> Value:
+    return KINDS[p.kind].draw(rng, list(p.args))
+
+
+def _values(rng: random.Random, spec: ToolSpec) -> list[tuple[Param, Value]]:
+    """The parameters a request names: every required one and some optional ones."""
+    out = [(p, _draw(rng, p)) for p in spec.params if p.required or rng.random() < 0.35]
+    if rng.random() < 0.25:
+        rng.shuffle(out)
+    return out
+
+
+def _phrase(rng: random.Random, spec: ToolSpec, named: list[tuple[Param, Value]], noun: bool) -> str:
+    head = spec.obj if noun else spec.do
+    return " ".join([head] + [_mention(rng, p, v) for p, v in named])
+
+
+def _input(named: list[tuple[Param, Value]]) -> dict[str, Any]:
+    return {p.name: v.input for p, v in named}
+
+
+def _request(rng: random.Random, spec: ToolSpec, named: list[tuple[Param, Value]], val: bool) -> tuple[str, str]:
+    noun = bool(spec.obj) and rng.random() < 0.5
+    frame = ph.dress(rng, rng.choice(ph.frames(ph.OBJ_FRAMES if noun else ph.DO_FRAMES, val)))
+    return ph.fill(frame, x=_phrase(rng, spec, named, noun)), frame
+
+
+def _single(rng: random.Random, family: Family, val: bool) -> Task:
+    spec = rng.choice(family.tools)
+    named = _values(rng, spec)
+    prompt, frame = _request(rng, spec, named, val)
+    return Task("single", prompt, [Call(spec.name, _input(named), [v for _, v in named])], frame=frame)
+
+
+def _parallel(rng: random.Random, family: Family, val: bool) -> Task | None:
+    options = [(t, p) for t in family.tools for p in t.params if p.required and p.kind in PARALLEL_KINDS]
+    if not options:
+        return None
+    spec, varying = rng.choice(options)
+    named = _values(rng, spec)
+    n = rng.choice((2, 2, 3, 3, 4))
+    values: list[Value] = []
+    for _ in range(40):
+        v = _draw(rng, varying)
+        if all(v.input != w.input for w in values):
+            values.append(v)
+        if len(values) == n:
+            break
+    if len(values) < 2:
+        return None
+    calls = []
+    for v in values:
+        inp = {p.name: (v.input if p is varying else x.input) for p, x in named}
+        calls.append(Call(spec.name, inp, [v]))
+    if rng.random() < 0.5:  # the values listed in one mention: "in Lisbon, Porto and Oslo"
+        joined = Value([v.input for v in values], join_words(rng, [v.said for v in values]), "")
+        parts = [(p, joined if p is varying else x) for p, x in named]
+        prompt, frame = _request(rng, spec, parts, val)
+    else:
+        parts = [(p, values[0] if p is varying else x) for p, x in named]
+        first, _ = _request(rng, spec, parts, val)
+        frame = ph.dress(rng, rng.choice(ph.frames(ph.PARALLEL_FRAMES, val)))
+        x = first.rstrip(".?!") if first[-1:] in ".?!" else first
+        prompt = ph.fill(frame, x=x[:1].lower() + x[1:], rest=join_words(rng, [v.said for v in values[1:]]))
+    return Task("parallel", prompt, calls, frame=frame)
+
+
+def _multiple(rng: random.Random, family: Family, val: bool) -> Task | None:
+    if len(family.tools) < 2:
+        return None
+    specs = rng.sample(family.tools, 2)
+    parts, calls = [], []
+    for spec in specs:
+        named = _values(rng, spec)
+        parts.append(_phrase(rng, spec, named, False))
+        calls.append(Call(spec.name, _input(named), [v for _, v in named]))
+    frame = ph.dress(rng, rng.choice(ph.frames(ph.MULTI_FRAMES, val)))
+    return Task("multiple", ph.fill(frame, x1=parts[0], x2=parts[1]), calls, frame=frame)
+
+
+def can_do(family: Family) -> str:
+    dos = [t.do for t in family.tools]
+    return join_words(random.Random(family.id), dos)
+
+
+def _irrelevant(rng: random.Random, family: Family, val: bool) -> Task:
+    here = {t.domain for t in family.tools}
+    if rng.random() < 0.3:
+        prompt = rng.choice(ph.CHAT)
+        frame = "chat"
+    else:
+        domain = rng.choice([d for d in DOMAINS if d not in here and (d not in HELD_OUT or family.split != "train")])
+        spec = _spec(rng, domain, rng.choice(_protos(domain)), "snake", False, "")
+        prompt, frame = _request(rng, spec, _values(rng, spec), val)
+    reply = rng.choice(("Sorry, I can't help with that: none of my tools does it. I can {c}.",
+                        "None of my tools can do that. What I can do: {c}.", "I can't do that here. My tools {c2}."))
+    c = can_do(family)
+    return Task("irrelevant", prompt, reply=reply.replace("{c2}", "only " + c).replace("{c}", c), frame=frame)
+
+
+def _error(rng: random.Random, family: Family, val: bool) -> Task:
+    task = _single(rng, family, val)
+    call = task.calls[0]
+    spec = family.tool(call.tool)
+    first = next((p for p in spec.params if p.name in call.input), None)
+    message = rng.choice(ERRORS)
+    shown = call.said[0].short if call.said else ""
+    if first is None or not isinstance(call.input[first.name], (str, int, float)):
+        message = rng.choice(ERRORS[2:5])
+    message = message.replace("{v}", shown).replace("{label}", first.label if first else "input")
+    return Task("error", task.prompt, task.calls, fail={call.tool: message}, frame=task.frame)
+
+
+_MAKERS = {"single": _single, "parallel": _parallel, "multiple": _multiple, "irrelevant": _irrelevant, "error": _error}
+
+
+def make_task(rng: random.Random, family: Family, kind: str, val_phrasing: bool) -> Task | None:
+    """A task of this kind over the family, or None where the family cannot have one (a
+    ``multiple`` of a one-tool family)."""
+    if kind == "two_requests":
+        first = _MAKERS[rng.choice(("single", "single", "parallel", "error"))](rng, family, val_phrasing)
+        second = _MAKERS[rng.choice(("single", "single", "parallel", "multiple", "irrelevant"))](rng, family, val_phrasing)
+        if first is None or second is None:
+            return None
+        seen = {repr((c.tool, c.input)) for c in first.calls}
+        if any(repr((c.tool, c.input)) in seen for c in second.calls):
+            return None  # the repeat guard would answer it from the first
+        lead = rng.choice(ph.FOLLOW_LEADS) if second.frame != "chat" else ""
+        second.prompt = lead + (second.prompt[:1].lower() + second.prompt[1:] if lead else second.prompt)
+        first.then = second
+        first.kind = "two_requests"
+        return first
+    return _MAKERS[kind](rng, family, val_phrasing)

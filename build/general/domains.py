@@ -88,9 +88,9 @@ grocery_list | make a grocery list | | items:items:groceries store?:text:stores:
 return_item | start a return | | order_id:code:ORD-#####:order reason:enum:damaged,wrong_size,not_needed,late:reason | label:id:RMA-#### refund:f:5:600
 """,
     "geometry": """
-circle_area | calculate the area of a circle | the area of a circle | radius:num:0.1:500:cm | area:f:0.03:785000
-rectangle | compute a rectangle's area and perimeter | the area of a rectangle | size:dims:m | area:f:1:90000 perimeter:f:4:1200
-triangle_area | find the area of a triangle | the area of a triangle | base:num:0.5:300:cm height:num:0.5:300:cm | area:f:0.2:45000
+circle_area | work out a circle's area | a circle's area | radius:num:0.1:500:cm | area:f:0.03:785000
+rectangle | compute a rectangle's area and perimeter | a rectangle's area and perimeter | size:dims:m | area:f:1:90000 perimeter:f:4:1200
+triangle_area | find a triangle's area | a triangle's area | base:num:0.5:300:cm height:num:0.5:300:cm | area:f:0.2:45000
 polygon_angles | work out a polygon's interior angles | the interior angle sum of a polygon | sides:int:3:20:side | sum_deg:n:180:3240 each_deg:f:60:162
 solid_volume | compute the volume of a solid | the volume of a solid | shape:enum:sphere,cube,cylinder,cone:shape radius:num:0.5:100:cm height?:num:0.5:200:cm | volume:f:0.5:900000
 hypotenuse | find the hypotenuse of a right triangle | the hypotenuse of a right triangle | side_a:num:0.5:500:cm side_b:num:0.5:500:cm | hypotenuse:f:0.7:710

@@ -84,8 +84,8 @@ def _input(named: list[tuple[Param, Value]]) -> dict[str, Any]:
 
 def _request(rng: random.Random, spec: ToolSpec, named: list[tuple[Param, Value]], val: bool) -> tuple[str, str]:
     noun = bool(spec.obj) and rng.random() < 0.5
-    frame = ph.dress(rng, rng.choice(ph.frames(ph.OBJ_FRAMES if noun else ph.DO_FRAMES, val)))
-    return ph.fill(frame, x=_phrase(rng, spec, named, noun)), frame
+    frame = rng.choice(ph.frames(ph.OBJ_FRAMES if noun else ph.DO_FRAMES, val))
+    return ph.fill(ph.dress(rng, frame), x=_phrase(rng, spec, named, noun)), frame
 
 
 def _single(rng: random.Random, family: Family, val: bool) -> Task:
@@ -122,9 +122,9 @@ def _parallel(rng: random.Random, family: Family, val: bool) -> Task | None:
     else:
         parts = [(p, values[0] if p is varying else x) for p, x in named]
         first, _ = _request(rng, spec, parts, val)
-        frame = ph.dress(rng, rng.choice(ph.frames(ph.PARALLEL_FRAMES, val)))
+        frame = rng.choice(ph.frames(ph.PARALLEL_FRAMES, val))
         x = first.rstrip(".?!") if first[-1:] in ".?!" else first
-        prompt = ph.fill(frame, x=x[:1].lower() + x[1:], rest=join_words(rng, [v.said for v in values[1:]]))
+        prompt = ph.fill(ph.dress(rng, frame), x=x[:1].lower() + x[1:], rest=join_words(rng, [v.said for v in values[1:]]))
     return Task("parallel", prompt, calls, frame=frame)
 
 
@@ -137,8 +137,8 @@ def _multiple(rng: random.Random, family: Family, val: bool) -> Task | None:
         named = _values(rng, spec)
         parts.append(_phrase(rng, spec, named, False))
         calls.append(Call(spec.name, _input(named), [v for _, v in named]))
-    frame = ph.dress(rng, rng.choice(ph.frames(ph.MULTI_FRAMES, val)))
-    return Task("multiple", ph.fill(frame, x1=parts[0], x2=parts[1]), calls, frame=frame)
+    frame = rng.choice(ph.frames(ph.MULTI_FRAMES, val))
+    return Task("multiple", ph.fill(ph.dress(rng, frame), x1=parts[0], x2=parts[1]), calls, frame=frame)
 
 
 def can_do(family: Family) -> str:

@@ -81,6 +81,8 @@ def draw_number(rng: random.Random, lo: float, hi: float, integer: bool) -> int 
     if integer:
         return rng.randint(int(lo), int(hi))
     v = round(rng.uniform(lo, hi), rng.choice((0, 1, 1, 2)))
+    if not lo <= v <= hi:  # rounded past a bound: the bound itself
+        v = lo if v < lo else hi
     return int(v) if v == int(v) and rng.random() < 0.5 else v
 
 

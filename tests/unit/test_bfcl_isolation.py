@@ -6,6 +6,9 @@ questions, function docs, possible answers, its README) occurs in:
 - the bundled model's training data: every prompt and call input of the 86,400 training tasks
   (``build/model/corpus.py``, the committed model's seed and count), and the rendered
   conversations (system message, turns, results, finals) of one task in 86;
+- the general model's training data (``build/general``): a sample of ``GENERAL_SAMPLE``
+  conversations of the corpus's seed as rendered (system message with every tool doc, prompts,
+  calls and their inputs, results, finals) and the tool docs of every family of that seed;
 - any text file of the repository (``git ls-files``, untracked ones included) but
   ``bench/results/`` (evaluation output, which quotes the benchmark by necessity) and
   ``package-lock.json``: the system message template, the docs and their examples, the demo and
@@ -106,6 +109,39 @@ def training_texts() -> Iterator[tuple[str, str]]:
         conversations.close()
 
 
+GENERAL_SAMPLE = 3000
+
+
+def general_texts() -> Iterator[tuple[str, str]]:
+    """(where, text) of the general model's corpus: a rendered sample and every family's tool docs."""
+    from aerix import Agent
+    from aerix.testing import ScriptedModel
+    from build.general import corpus
+    from build.general.families import Runtime, aerix_tools, make_families
+
+    for family in make_families(corpus.SEED):
+        yield f"build/general family {family.id} (tool docs)", Agent(model=ScriptedModel([]), tools=aerix_tools(family, Runtime())).system
+    for r in corpus.generate(corpus.SEED, GENERAL_SAMPLE):
+        yield f"build/general conversation ({r['family']}, {r['kind']}, frame {r['frame']!r})", r["text"]
+
+
+def copies_of_bfcl(texts: Iterator[tuple[str, str]], at_least: int) -> dict[str, str]:
+    """The 8-word sequences of BFCL's data found in ``texts``: sequence -> where it is first."""
+    from bench import bfcl_data
+
+    ours: dict[int, str] = {}  # a sequence's hash -> where it is first (hashes: a set of tuples would take GBs)
+    for where, text in texts:
+        for g in grams(text):
+            ours.setdefault(hash(g), where)
+    assert len(ours) > at_least, "the texts were not read"
+    found: dict[str, str] = {}
+    for text in bfcl_data.data_texts():
+        for g in grams(text):
+            if hash(g) in ours:
+                found.setdefault(" ".join(g), ours[hash(g)])
+    return found
+
+
 @pytest.fixture(scope="module")
 def bfcl_data_root() -> Path:
     from bench import bfcl_data
@@ -121,21 +157,15 @@ def bfcl_data_root() -> Path:
 
 
 def test_no_8_word_sequence_of_bfcl_is_in_the_training_data_or_the_repository(bfcl_data_root):
-    from bench import bfcl_data
-
-    ours: dict[int, str] = {}  # a sequence's hash -> where it is first (hashes: a set of tuples would take GBs)
-    for where, text in [*repo_texts(), *training_texts()]:
-        for g in grams(text):
-            ours.setdefault(hash(g), where)
-    assert len(ours) > 300_000, "the training data or the repository was not read"
-    found: dict[str, str] = {}
-    for text in bfcl_data.data_texts():
-        for g in grams(text):
-            if hash(g) in ours:
-                found.setdefault(" ".join(g), ours[hash(g)])
+    found = copies_of_bfcl(iter([*repo_texts(), *training_texts()]), at_least=300_000)
     copies = {g: where for g, where in found.items() if g not in COINCIDENCES}
     assert not copies, "BFCL's text in aerix's training data or files (8-word sequence: where):\n" + "\n".join(f"  {g!r}: {w}" for g, w in copies.items())
     assert set(COINCIDENCES) <= set(found), f"no longer found, remove from COINCIDENCES: {sorted(set(COINCIDENCES) - set(found))}"
+
+
+def test_no_8_word_sequence_of_bfcl_is_in_the_general_models_corpus(bfcl_data_root):
+    found = copies_of_bfcl(general_texts(), at_least=200_000)
+    assert not found, "BFCL's text in build/general's corpus (8-word sequence: where):\n" + "\n".join(f"  {g!r}: {w}" for g, w in found.items())
 
 
 def test_the_sequences_are_words_whatever_the_punctuation_and_case():

@@ -104,7 +104,7 @@ class Teacher:
             if m["role"] == "user":
                 results += [(r["tool"], r["result"]) for r in json.loads(m["content"])["results"]]
         if task.reply is not None:
-            return _turn("No tool here can do this.", final=task.reply)
+            return _turn(task.thought, final=task.reply)
         if not results:
             return _turn(_plan(task), calls=task.calls)
         thought, final = final_answer(family, task, results)
@@ -200,6 +200,7 @@ def summary(records: list[dict[str, Any]], seconds: float) -> dict[str, Any]:
         "domains": len({r["domain"] for r in records}),
         "by_family": dict(Counter(r["family"] for r in records).most_common()),
         "mean_chars": round(sum(len(r["text"]) for r in records) / max(n, 1), 1),
+        "max_chars": max((len(r["text"]) for r in records), default=0),
         "mean_assistant_chars": round(sum(b - a for r in records for a, b in r["assistant_spans"]) / max(n, 1), 1),
     }
 

@@ -33,7 +33,7 @@ search_flights | search for flights | flights | origin:place destination:place d
 book_hotel | book a hotel room | | city:place check_in:date nights:int:1:21:night guests?=1:int:1:8:guest | booking:id:HB-#### total:f:80:4000
 find_attractions | find things to see | the sights | city:place category?:enum:museums,parks,food,nightlife:category limit?=5:int:1:20:result | top:p:sights count:n:3:40
 get_travel_time | estimate the travel time | the travel time | origin:place destination:place mode?=driving:enum:driving,walking,transit,cycling:mode | minutes:n:5:900 km:f:1:1200
-visa_requirements | check visa requirements | the visa rules | nationality:text:languages:nationality destination:text:languages:country | visa:w:not required|on arrival|required|e-visa
+visa_requirements | check visa requirements | the visa rules | nationality:text:nationalities:nationality destination:text:countries:country | visa:w:not required|on arrival|required|e-visa
 plan_trip | plan an itinerary | an itinerary | stops:loc start_date:date budget?:money | days:n:2:20 estimate:f:200:9000
 """,
     "cooking": """
@@ -52,8 +52,8 @@ water_intake | work out daily water intake | the daily water intake | weight:num
 """,
     "sports": """
 get_score | get the latest score | the score | team:text:teams:team sport?:enum:football,basketball,rugby,hockey:sport | score:w:2-1|0-0|98-91|3-2|24-17 status:w:final|live|half time
-league_table | show the league standings | the standings | league:text:leagues:league season?:int:2015:2027:season top?=10:int:1:20:team | leader:p:teams points:n:10:95
-player_stats | look up a player's statistics | a player's stats | player:person season?:int:2015:2027:season | games:n:1:82 points:n:0:2400
+league_table | show the league standings | the standings | league:text:leagues:league season?:int:2015:2027: top?=10:int:1:20:team | leader:p:teams points:n:10:95
+player_stats | look up a player's statistics | a player's stats | player:person season?:int:2015:2027: | games:n:1:82 points:n:0:2400
 fixtures | list upcoming matches | the upcoming matches | team:text:teams:team from_date?:date count?=3:int:1:10:match | next:p:teams date:w:Saturday|Sunday|Wednesday
 book_court | book a sports court | | sport:enum:tennis,squash,badminton,padel:sport date:date time:time hours?=1:int:1:3:hour | booking:id:C-### court:n:1:9
 """,
@@ -106,7 +106,7 @@ convert_speed | convert a speed | | value:num:1:400: from_unit:enum:kmh,mph,ms,k
 add_employee | add an employee record | | name:person department:text:departments:department role:text:roles:role start_date:date salary?:money | employee:id:E-#### created:w:yes
 request_leave | request time off | | employee_id:code:E-####:employee start:date end:date type?=vacation:enum:vacation,sick,parental,unpaid:leave | request:id:LV-### status:w:pending|approved
 find_candidates | search candidates | candidates | role:text:roles:role skills:list:skills:skills min_years?:int:0:20:year | found:n:0:60 top:p:roles
-payroll_summary | get a payroll summary | the payroll summary | department:text:departments:department month:int:1:12:month year:int:2020:2027:year | total:f:20000:900000 headcount:n:3:300
+payroll_summary | get a payroll summary | the payroll summary | department:text:departments:department month:int:1:12: year:int:2020:2027: | total:f:20000:900000 headcount:n:3:300
 schedule_interview | schedule an interview | | candidate:person date:date time:time interviewers:people | interview:id:INT-### room:p:rooms
 """,
     "devices": """
@@ -172,7 +172,7 @@ open_ticket | open an incident ticket | | title:text:tasks:title severity:enum:l
 scale_service | scale a service | | service:text:repos:service replicas:int:1:50:replica | replicas:n:1:50 status:w:scaling
 """,
     "books": """
-search_books | search for books | books | query:text:books:title author?:text:authors:author year_from?:int:1900:2026:year | found:n:0:80 top:p:books
+search_books | search for books | books | query:text:books:title author?:text:authors:author year_from?:int:1900:2026: | found:n:0:80 top:p:books
 book_details | get a book's details | the details of a book | title:text:books:title | pages:n:90:900 year:n:1950:2025 author:p:authors
 reserve_book | reserve a library book | | title:text:books:title branch:place pickup_date?:date | reservation:id:LB-#### queue:n:0:12
 reading_log | log reading progress | | title:text:books:title pages:int:1:400:page date?:date | total_pages:n:1:900
@@ -199,7 +199,7 @@ prime_check | check whether a number is prime | | number:int:2:100000: | prime:w
     "social": """
 post_update | post an update | | text:text:tasks:post hashtags?:list:hashtags:hashtags schedule_at?:time | post:id:P-###### scheduled:w:no|yes
 follower_stats | get follower statistics | follower stats | account:text:artists:account period?=month:enum:week,month,year:period | followers:n:10:900000 growth_pct:f:-3:30
-trending_topics | list trending topics | the trending topics | country:text:languages:country limit?=10:int:1:50:topic | top:p:topics
+trending_topics | list trending topics | the trending topics | country:text:countries:country limit?=10:int:1:50:topic | top:p:topics
 """,
     "banking": """
 account_balance | check an account balance | the balance | account:text:accounts:account | balance:f:0:50000 currency:w:USD|EUR|GBP
@@ -226,8 +226,8 @@ soil_mix | design a soil mix | a soil mix | plant:text:plants:plant pot_liters:n
 """,
     "wine": """
 wine_pairing | suggest a wine pairing | a wine pairing | dish:text:dishes:dish budget?:money | wine:p:wines price:f:6:90
-cellar_add | add bottles to the cellar | | wine:text:wines:wine vintage:int:1990:2025:vintage bottles:int:1:48:bottle | cellar_total:n:1:400
-wine_info | get wine details | the details of a wine | wine:text:wines:wine vintage?:int:1990:2025:vintage | region:p:cuisines score:n:80:99
+cellar_add | add bottles to the cellar | | wine:text:wines:wine vintage:int:1990:2025: bottles:int:1:48:bottle | cellar_total:n:1:400
+wine_info | get wine details | the details of a wine | wine:text:wines:wine vintage?:int:1990:2025: | region:p:cuisines score:n:80:99
 """,
     "charity": """
 donate | make a donation | | charity:text:charities:charity amount:money monthly?:bool:every_month anonymous?:bool:anonymously | receipt:id:DN-##### tax_credit:f:0:900

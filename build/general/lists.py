@@ -33,6 +33,9 @@ UNIT_WORDS: dict[str, tuple[str, ...]] = {
 }
 
 POOLS: dict[str, tuple[str, ...]] = {
+    "countries": COUNTRIES,
+    "nationalities": _w("Portuguese;Spanish;French;German;Italian;Norwegian;Japanese;Kenyan;Ghanaian;Brazilian;Chilean;Canadian;"
+                        "Mexican;Indian;Egyptian;Polish;Greek;Irish;Australian;Turkish;Nigerian;Swedish"),
     "dishes": _w("lentil soup;mushroom risotto;chicken curry;banana bread;pad thai;shakshuka;apple crumble;falafel wraps;"
                  "beef stew;miso ramen;pumpkin pie;fish tacos;spinach lasagna;lemon tart;veggie chili"),
     "ingredients": _w("eggs;flour;milk;butter;garlic;onions;tomatoes;basil;rice;lentils;chickpeas;spinach;lemons;honey;ginger;"

@@ -10,7 +10,7 @@ from __future__ import annotations
 import random
 import zlib
 
-__all__ = ["DO_FRAMES", "OBJ_FRAMES", "MULTI_FRAMES", "PARALLEL_FRAMES", "CHAT", "held_out", "frames", "dress", "FOLLOW_LEADS"]
+__all__ = ["DO_FRAMES", "OBJ_FRAMES", "MULTI_FRAMES", "PARALLEL_FRAMES", "CHAT", "GREETINGS", "THANKS", "held_out", "frames", "dress", "FOLLOW_LEADS"]
 
 DO_FRAMES = (
     "Please {x}.", "Can you {x}?", "Could you {x}?", "{X}.", "{X}, please.", "I need you to {x}.", "Would you {x}?",
@@ -36,9 +36,10 @@ PARALLEL_FRAMES = (
     "{X}. Repeat it for {rest}.", "{X}, and also for {rest}.", "{X}. After that, {rest} as well.",
     "{X}; same thing for {rest}.", "{X}. And for {rest} too.",
 )
+GREETINGS = ("Hi!", "Hello there.", "Good morning!", "Hey", "Who are you?", "What can you do?", "hello", "Hi, what do you do?")
+THANKS = ("Thanks, that's all.", "Thank you so much!", "thx", "Great, thanks.", "Perfect, cheers!")
 CHAT = (
-    "Hi!", "Hello there.", "Good morning!", "Thanks, that's all.", "Thank you so much!", "Who are you?",
-    "What can you do?", "Write a short poem about rain.", "Tell me a joke.", "How are you today?",
+    "Write a short poem about rain.", "Tell me a joke.", "How are you today?",
     "What is the meaning of the word serendipity?", "Summarize the plot of a famous novel for me.",
     "Can you recommend a name for my goldfish?", "Why do cats purr?", "Give me a motivational quote.",
     "Explain how rainbows form.", "Sing me a song.", "What's your favourite colour?",

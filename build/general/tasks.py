@@ -44,6 +44,7 @@ class Task:
     prompt: str
     calls: list[Call] = field(default_factory=list)  # the first turn's calls; none: a final at once
     reply: str | None = None  # the final when no tool serves
+    thought: str = "No tool here can do this."  # the thought before that final
     fail: dict[str, str] = field(default_factory=dict)  # tool -> error message
     then: Task | None = None
     frame: str = ""
@@ -52,8 +53,10 @@ class Task:
         return {"kind": self.kind, "prompt": self.prompt, "calls": [{"tool": c.tool, "input": c.input} for c in self.calls]}
 
 
-def _mention(rng: random.Random, p: Param, v: Value) -> str:
+def _mention(rng: random.Random, p: Param, v: Value, first_text: bool = True) -> str:
     pool = MENTIONS.get(p.base) or KINDS[p.kind].mentions
+    if not first_text:  # "called X" once a request: a second name goes with its noun
+        pool = tuple(m for m in pool if not m.startswith(("called", "named"))) or pool
     if p.kind in ("num",) or (p.kind == "int" and not p.noun):
         pool = ("{label} = {v}", "{label}={v}") if len(p.label) == 1 else ("{label} {v}", "a {label} of {v}", "with {label} {v}", "{label}: {v}")
         pool = MENTIONS.get(p.base, pool)
@@ -75,7 +78,8 @@ def _values(rng: random.Random, spec: ToolSpec) -> list[tuple[Param, Value]]:
 
 def _phrase(rng: random.Random, spec: ToolSpec, named: list[tuple[Param, Value]], noun: bool) -> str:
     head = spec.obj if noun else spec.do
-    return " ".join([head] + [_mention(rng, p, v) for p, v in named])
+    texts = [p for p, _ in named if p.kind == "text"]
+    return " ".join([head] + [_mention(rng, p, v, not texts or p is texts[0]) for p, v in named])
 
 
 def _input(named: list[tuple[Param, Value]]) -> dict[str, Any]:
@@ -115,7 +119,10 @@ def _parallel(rng: random.Random, family: Family, val: bool) -> Task | None:
     for v in values:
         inp = {p.name: (v.input if p is varying else x.input) for p, x in named}
         calls.append(Call(spec.name, inp, [v]))
-    if rng.random() < 0.5:  # the values listed in one mention: "in Lisbon, Porto and Oslo"
+    names = [p for p in spec.params if p.required]
+    if rng.random() < 0.5 or varying is not names[0] or varying.kind not in ("place", "text", "person", "code", "email", "path"):
+        # the values listed in one mention: "in Lisbon, Porto and Oslo"; "the same for B" only
+        # where B can be nothing but the request's first value
         joined = Value([v.input for v in values], join_words(rng, [v.said for v in values]), "")
         parts = [(p, joined if p is varying else x) for p, x in named]
         prompt, frame = _request(rng, spec, parts, val)
@@ -148,7 +155,17 @@ def can_do(family: Family) -> str:
 
 def _irrelevant(rng: random.Random, family: Family, val: bool) -> Task:
     here = {t.domain for t in family.tools}
-    if rng.random() < 0.3:
+    c = can_do(family)
+    r = rng.random()
+    if r < 0.1:
+        prompt = rng.choice(ph.GREETINGS)
+        return Task("irrelevant", prompt, reply=rng.choice(("Hello! I can {c}.", "Hi! What can I do for you? I can {c}.")).replace("{c}", c), frame="chat",
+                    thought="A greeting; no tool is needed.")
+    if r < 0.15:
+        prompt = rng.choice(ph.THANKS)
+        return Task("irrelevant", prompt, reply=rng.choice(("You're welcome!", "Glad to help.", "Any time!")), frame="chat",
+                    thought="Thanks; no tool is needed.")
+    if r < 0.3:
         prompt = rng.choice(ph.CHAT)
         frame = "chat"
     else:
@@ -157,7 +174,6 @@ def _irrelevant(rng: random.Random, family: Family, val: bool) -> Task:
         prompt, frame = _request(rng, spec, _values(rng, spec), val)
     reply = rng.choice(("Sorry, I can't help with that: none of my tools does it. I can {c}.",
                         "None of my tools can do that. What I can do: {c}.", "I can't do that here. My tools {c2}."))
-    c = can_do(family)
     return Task("irrelevant", prompt, reply=reply.replace("{c2}", "only " + c).replace("{c}", c), frame=frame)
 
 

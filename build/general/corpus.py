@@ -168,7 +168,7 @@ def generate(seed: int, count: int, mix: dict[str, float] | None = None, splits:
     pools = {"train": [f for f in families if f.split == "train"], "val_family": [f for f in families if f.split == "val_family"]}
     rng = random.Random(seed)
     teacher, loop = Teacher(), asyncio.new_event_loop()
-    out = []
+    out: list[dict[str, Any]] = []
     try:
         while len(out) < count:
             split, kind = _pick(rng, splits), _pick(rng, mix)
@@ -205,14 +205,31 @@ def summary(records: list[dict[str, Any]], seconds: float) -> dict[str, Any]:
     }
 
 
+def _shares(text: str) -> dict[str, float]:
+    out = {}
+    for part in text.split(","):
+        kind, _, share = part.partition("=")
+        if kind.strip() not in MIX:
+            raise argparse.ArgumentTypeError(f"unknown kind {kind.strip()!r}; kinds: {', '.join(MIX)}")
+        try:
+            out[kind.strip()] = float(share)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{kind.strip()}: the share must be a number, got {share!r}") from None
+    if not sum(out.values()) > 0:
+        raise argparse.ArgumentTypeError("the shares must add up to more than 0")
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m build.general.corpus", description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", type=Path, required=True, help="the folder to write corpus.jsonl and summary.json into")
     ap.add_argument("--seed", type=int, default=SEED)
     ap.add_argument("--count", type=int, default=5000)
+    ap.add_argument("--mix", type=_shares, default=None, metavar="KIND=SHARE,...",
+                    help=f"the kinds' shares (default {','.join(f'{k}={v}' for k, v in MIX.items())}); kinds left out get none")
     args = ap.parse_args(argv)
     t0 = time.perf_counter()
-    records = generate(args.seed, args.count)
+    records = generate(args.seed, args.count, mix=args.mix)
     seconds = time.perf_counter() - t0
     args.out.mkdir(parents=True, exist_ok=True)
     with open(args.out / "corpus.jsonl", "w", encoding="utf-8") as f:

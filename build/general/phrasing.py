@@ -71,7 +71,7 @@ def fill(frame: str, **parts: str) -> str:
 def dress(rng: random.Random, text: str) -> str:
     """Surface noise: a lead-in or a thanks, lower case, a missing full stop."""
     r = rng.random()
-    if r < 0.1:
+    if r < 0.1 and not text.startswith(("Hey", "Hi", "Okay", "Right", "So")):
         text = rng.choice(_LEADS) + text[0].lower() + text[1:]
     elif r < 0.18:
         text = text + rng.choice(_TAILS)

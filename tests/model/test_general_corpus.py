@@ -215,3 +215,12 @@ def test_the_cli_writes_the_corpus_and_a_summary(tmp_path):
     assert set(json.loads(lines[0])) == {"family", "domain", "split", "kind", "frame", "text", "assistant_spans", "calls"}
     summary = json.loads((tmp_path / "summary.json").read_text())
     assert summary["conversations"] == 40 and sum(summary["by_kind"].values()) == 40 and summary["mean_chars"] > 0
+
+
+def test_the_cli_takes_a_mix_and_refuses_an_unknown_kind(tmp_path, capsys):
+    assert corpus.main(["--out", str(tmp_path), "--count", "30", "--mix", "parallel=1"]) == 0
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert summary["by_kind"] == {"parallel": 30}
+    with pytest.raises(SystemExit):
+        corpus.main(["--out", str(tmp_path), "--mix", "parallell=1"])
+    assert "unknown kind 'parallell'" in capsys.readouterr().err

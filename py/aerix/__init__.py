@@ -14,7 +14,7 @@ from .compaction import Compaction
 from .durable import Decision, RunRecord
 from .engines.openai import OpenAIModel
 from .errors import AerixError
-from .events import Call, Compacted, End, Event, Final, FinalDelta, Interrupted, NewArtifact, Result, Retry, Taint, Text, Turn, Usage, Waiting
+from .events import Call, Compacted, End, Event, Final, FinalDelta, Interrupted, NewArtifact, Result, Retry, SubagentEvent, Taint, Text, Turn, Usage, Waiting
 from .limits import Hooks, Limits
 from .model import Model
 from .tools import ContextKey, Tool, ToolContext, tool
@@ -51,6 +51,7 @@ __all__ = [
     "Result",
     "Retry",
     "RunRecord",
+    "SubagentEvent",
     "Taint",
     "Text",
     "Tool",

@@ -119,8 +119,9 @@ gpu-check: build chromium smollm2
 test: lint test-unit test-js test-pyodide test-e2e
 
 # mypy --strict on py/aerix and the size limits (functions <= 80 lines, modules <= 450, the loop
-# <= 60), with the figures printed (build/lint.py)
-lint: .venv/.installed
+# <= 60), with the figures printed; the same limits on web/ and tsc --checkJs over its JSDoc types
+# (tsconfig.json; TypeScript is a dev dependency) (build/lint.py)
+lint: .venv/.installed node_modules/.installed
 	$(PY) -m build.lint
 
 # AERIX_REQUIRE_BFCL: the BFCL isolation test (tests/unit/test_bfcl_isolation.py) fails instead

@@ -15,7 +15,7 @@ From the built site, copies what a page needs to boot aerix, and nothing else, i
     MANIFEST.json             every other file with its size and sha256
 
 No GGUF at all. runtime.mjs always reads ``models/models.json`` (the model cache's manifest,
-engine.mjs's MODEL CACHE), so the dist carries one that lists nothing: without it every boot
+model-cache.mjs's MODEL CACHE), so the dist carries one that lists nothing: without it every boot
 would ask for it and get a 404. With the empty list a cached model is revalidated with a
 conditional request; a site that puts its model under ``models/`` and lists it there (file,
 size, sha256) saves even that request.
@@ -50,12 +50,16 @@ RUNTIME_MODULES = (
     "remote.mjs",  # the page's side of worker mode
     "worker.mjs",  # the worker's side (started by remote.mjs)
     "rpc.mjs",  # the messages between them
-    "engine.mjs",  # wllama and the model cache
+    "handle.mjs",  # what an agent handle of both modes shares (state, asTool, options)
+    "engine.mjs",  # loadEngine: wllama behind the model protocol
+    "generation.mjs",  # one generation as deltas; the queue (one generation at a time)
+    "prompt.mjs",  # the prompt modes and the request a generation sends
+    "model-cache.mjs",  # the models this browser keeps (Cache API)
     "facts.mjs",  # what a loaded model is (engine.info's facts)
     "store.mjs",  # IndexedDB store for durable runs
     "chat.mjs",  # chat(agent), re-exported by aerix.mjs
 )
-DEMO_FILES = ("index.html", "embed.html", "demo.mjs", "demo.css", "demo-picker.mjs", "demo-tools.mjs", "demo-tools.json")
+DEMO_FILES = ("index.html", "embed.html", "demo.mjs", "demo.css", "demo-picker.mjs", "demo-routing.mjs", "demo-tools.mjs", "demo-tools.json")
 
 LOCK = "pyodide-lock.json"
 WHEELS = "wheels/"

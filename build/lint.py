@@ -1,21 +1,29 @@
-"""`make lint`: the size limits of py/aerix and the type checker, with the figures printed.
+"""`make lint`: the size limits of py/aerix and web/ and their type checkers, with the figures printed.
 
     python -m build.lint
 
 Limits (issue 16): no function over 80 lines, no module over 450 lines, the loop itself
 (`loop.py`, `Loop.events`) at most 60 lines; then `mypy` in strict mode, as configured in
-pyproject.toml, clean on py/aerix. Exits non-zero when any of them fails.
+pyproject.toml, clean on py/aerix. The page side (issue 28) under the same limits: every
+web/*.mjs and web/*.js, its functions measured by build/jssizes.mjs with TypeScript's own parser
+(a function from its first token to its last line, the functions inside it included, as Python's
+are); then TypeScript's checker over the JSDoc types they carry (`tsc -p tsconfig.json`: checkJs,
+noEmit), clean. TypeScript is a dev dependency in package.json (`make node_modules/.installed`).
+Exits non-zero when any of them fails.
 """
 
 from __future__ import annotations
 
 import ast
+import json
 import subprocess
 import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "py" / "aerix"
+WEB = ROOT / "web"
+TSC = ROOT / "node_modules" / ".bin" / "tsc"
 MAX_FUNCTION, MAX_MODULE, MAX_LOOP = 80, 450, 60
 LOOP = ("loop.py", "Loop.events")
 
@@ -64,16 +72,49 @@ def sizes() -> list[str]:
     return failures
 
 
+def web_sizes() -> list[str]:
+    """The same limits on web/'s modules (build/jssizes.mjs measures them); print the largest."""
+    paths = sorted([*WEB.glob("*.mjs"), *WEB.glob("*.js")])
+    measured = subprocess.run(
+        ["node", str(ROOT / "build" / "jssizes.mjs"), *(p.relative_to(ROOT).as_posix() for p in paths)],
+        cwd=ROOT, capture_output=True, text=True,
+    )  # fmt: skip
+    if measured.returncode != 0:
+        return [f"build/jssizes.mjs could not measure web/ (`make node_modules/.installed`?): {measured.stderr.strip()}"]
+    failures: list[str] = []
+    modules, longest = [], []
+    for module in json.loads(measured.stdout)["modules"]:
+        rel = Path(module["path"]).relative_to("web").as_posix()
+        modules.append((module["lines"], rel))
+        if module["lines"] > MAX_MODULE:
+            failures.append(f"module web/{rel}: {module['lines']} lines (limit {MAX_MODULE})")
+        for function in module["functions"]:
+            longest.append((function["lines"], f"{rel}:{function['name']}"))
+            if function["lines"] > MAX_FUNCTION:
+                failures.append(f"function web/{rel}:{function['name']}: {function['lines']} lines (limit {MAX_FUNCTION})")
+    modules.sort(reverse=True)
+    longest.sort(reverse=True)
+    print(f"lint: {len(modules)} modules in web/")
+    print(f"  largest modules (limit {MAX_MODULE}): " + ", ".join(f"{rel} {n}" for n, rel in modules[:3]))
+    print(f"  longest functions (limit {MAX_FUNCTION}): " + ", ".join(f"{name} {n}" for n, name in longest[:3]))
+    return failures
+
+
 def main() -> int:
-    failures = sizes()
+    failures = sizes() + web_sizes()
     print("lint: mypy --strict (pyproject.toml [tool.mypy])", flush=True)
     checked = subprocess.run([sys.executable, "-m", "mypy"], cwd=ROOT)
     if checked.returncode != 0:
         failures.append("mypy found errors (above)")
+    print("lint: tsc --noEmit --checkJs on web/ (tsconfig.json)", flush=True)
+    if not TSC.exists():
+        failures.append("no node_modules/.bin/tsc: run `make node_modules/.installed`")
+    elif subprocess.run([str(TSC), "-p", "tsconfig.json"], cwd=ROOT).returncode != 0:
+        failures.append("tsc found errors (above)")
     for failure in failures:
         print(f"lint: FAILED {failure}")
     if not failures:
-        print("lint: all limits hold; the type checker is clean")
+        print("lint: all limits hold; the type checkers are clean")
     return 1 if failures else 0
 
 

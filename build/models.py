@@ -8,7 +8,7 @@ writes ``tiny.gguf``, ``bench.gguf``, ``bench-bigvocab.gguf``, the template mode
 and a file whose bytes would not change is left alone, so make sees no change.
 ``models.json`` lists every GGUF in OUTDIR (also the bundled model that ``build.site``
 copies there) with its size and sha256: the page's model cache uses its copy of a
-model while the sha256 listed is the one it kept (web/engine.mjs, MODEL CACHE).
+model while the sha256 listed is the one it kept (web/model-cache.mjs, MODEL CACHE).
 
 The weights are noise: these models speak no language. What they do have:
 

@@ -7,12 +7,16 @@
  * It loads aerix.mjs from the same folder as this script; nothing else is fetched.
  */
 (function () {
-  var moduleUrl = new URL("aerix.mjs", document.currentScript.src).href;
-  window.aerix = {
-    boot: function (options) {
-      return import(moduleUrl).then(function (m) {
-        return m.boot(options);
-      });
+  var script = /** @type {HTMLScriptElement} */ (document.currentScript);
+  var moduleUrl = new URL("aerix.mjs", script.src).href;
+  Object.assign(window, {
+    aerix: {
+      /** @param {object} [options] aerix.mjs's `boot` options */
+      boot: function (options) {
+        return import(moduleUrl).then(function (m) {
+          return m.boot(options);
+        });
+      },
     },
-  };
+  });
 })();

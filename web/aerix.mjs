@@ -17,6 +17,8 @@
  *   });
  *   for await (const ev of agent.run("Umbrella for Lisbon?", { signal })) console.log(ev);
  *   const answer = await agent.ask("And for Porto?");   // { text, thought, events }
+ *   const boss = aerix.agent({ tools: [agent.asTool("travel", "Answers travel questions.")] });  // Python's as_tool
+ *   await agent.state.set("home", "Lisbon");  // Python's agent.state: get/set/delete/load, collection(name).list/get/upsert/remove
  *
  * Two modes, one API:
  * - `worker: true`: Python, the aerix wheel and the engine's client run in a module Web Worker
@@ -45,11 +47,16 @@ import { bootWorker } from "./remote.mjs";
 /** `chat(agent)`: a reactive store of one agent's conversation for UIs (chat.mjs). */
 export { chat } from "./chat.mjs";
 /**
- * Models kept in this browser (engine.mjs, MODEL CACHE): `keepModel(file, key)` keeps a file the
+ * Models kept in this browser (model-cache.mjs, MODEL CACHE): `keepModel(file, key)` keeps a file the
  * person picked and gives the `model` that loads it on later visits ("aerix-local:..."),
  * `cachedModels()` lists what is kept, `forgetModel(model)` removes one.
  */
 export { cachedModels, forgetModel, keepModel } from "./engine.mjs";
+/**
+ * `loadEngine(options)`: the engine alone, for a page that runs its own Pyodide and never calls
+ * `boot()` (docs/page.md, "Your own Pyodide"); Python takes it as `aerix.engines.js.JsModel(engine)`.
+ */
+export { loadEngine } from "./engine.mjs";
 
 const HERE = new URL("./", import.meta.url);
 
@@ -63,15 +70,17 @@ const HERE = new URL("./", import.meta.url);
  * @param {boolean} [options.cache=true] keep a model fetched from a URL in this browser (Cache API,
  *   "aerix-models") and load it from there on the next boot, with no request for it while the
  *   site's `models/models.json` gives the same sha256 (a model it does not list is revalidated);
- *   false: neither read nor write. A Blob is cached only with `cacheKey`. engine.mjs's MODEL CACHE
+ *   false: neither read nor write. A Blob is cached only with `cacheKey`. model-cache.mjs's MODEL CACHE
  *   says more.
  * @param {string} [options.cacheKey] with a Blob `model`: keep its bytes in this browser under this
  *   key once they load, as `keepModel` does, for `model: "aerix-local:" + encodeURIComponent(key)`.
  * @param {string|URL} [options.base] where the site's files are (default: next to this module).
  * @param {object} [options.engine] options for `loadEngine` (nCtx, nThreads, nGpuLayers, seed, recorder);
- *   or, for an OpenAI-compatible server, `{ baseUrl, model, apiKey, params }`: `baseUrl` includes
- *   `/v1`, `model` is the name the server knows, `params` more body fields for every request.
- * @param {(p: {phase: string, loaded?: number, total?: number, ms?: number}) => void} [options.onProgress]
+ *   or, for an OpenAI-compatible server, `{ baseUrl, model, apiKey, params, headers, retries, backoffS,
+ *   maxBackoffS }` (OpenAIModel's parameters; any other is refused): `baseUrl` includes `/v1`, `model`
+ *   is the name the server knows, `params` more body fields for every request, `retries` how many
+ *   times a 429/503 is asked again after a wait (`backoffS` doubled each time, at most `maxBackoffS`).
+ * @param {(p: {phase: string, loaded?: number, total?: number, ms?: number, cached?: boolean}) => void} [options.onProgress]
  *   phases: "python", "packages", "imports" (each with `ms` when done) and "model" (bytes, with
  *   `cached`: true when they come from this browser's cache).
  * @returns {Promise<{pyodide: object|null, engine: object, agent: Function, runPython: Function, timings: object, worker: boolean}>}

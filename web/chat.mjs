@@ -101,7 +101,12 @@ function withRunId(state, runId) {
   return next(state, { runId, messages });
 }
 
-/** A call as the state keeps it: the event's fields, then what its result said. */
+/**
+ * A call as the state keeps it: the event's fields, then what its result said.
+ * @param {readonly object[]} calls
+ * @param {{id: string, tool: string, input?: unknown}} call
+ * @param {object} result
+ */
 function upsertCall(calls, { id, tool, input }, result) {
   const i = calls.findIndex((c) => c.id === id);
   const old = i < 0 ? { id, tool, input: input ?? null } : calls[i];
@@ -207,6 +212,19 @@ function busy() {
 }
 
 /**
+ * What one store keeps besides its state's value: its subscribers, the recovered runs' prompts,
+ * the run it reads.
+ * @typedef {object} Store
+ * @property {any} agent
+ * @property {((event: object) => void)|undefined} onEvent
+ * @property {any} state
+ * @property {Set<(state: any) => void>} listeners
+ * @property {Map<string, string>} prompts recovered runs: id -> prompt, for resume
+ * @property {AbortController|null} controller
+ * @property {Promise<any>|null} running the promise of the run whose events are being read
+ */
+
+/**
  * A store over one agent (from `ai.agent(...)`).
  *
  * @param {object} agent an agent of aerix.mjs
@@ -215,132 +233,153 @@ function busy() {
  *   is reduced (a log, a transcript)
  */
 export function chat(agent, { onEvent } = {}) {
-  let state = initialState;
-  const listeners = new Set();
-  const prompts = new Map(); // recovered runs: id -> prompt, for resume
-  let controller = null;
-  let running = null; // the promise of the run whose events are being read
-
-  function dispatch(action) {
-    const after = reduce(state, action);
-    if (after === state) return;
-    state = after;
-    for (const fn of [...listeners]) {
-      try {
-        fn(state);
-      } catch (e) {
-        // reported, without stopping the run or the other subscribers
-        if (globalThis.reportError) globalThis.reportError(e);
-        else console.error(e);
-      }
-    }
-  }
-
-  /** Read one run's events into the state; resolves with the state when they stop. */
-  function consume(open, signal) {
-    controller = new AbortController();
-    const own = controller;
-    const follow = () => own.abort(signal.reason);
-    if (signal?.aborted) own.abort(signal.reason);
-    else signal?.addEventListener?.("abort", follow, { once: true });
-    running = (async () => {
-      try {
-        for await (const ev of open(own.signal)) {
-          onEvent?.(ev);
-          dispatch(ev);
-        }
-      } catch (e) {
-        dispatch({ type: "chat.error", error: failure(e) });
-      } finally {
-        signal?.removeEventListener?.("abort", follow);
-        if (controller === own) controller = null;
-        running = null;
-        dispatch({ type: "chat.done" });
-      }
-      return state;
-    })();
-    return running;
-  }
-
+  /** @type {Store} */
+  const c = { agent, onEvent, state: initialState, listeners: new Set(), prompts: new Map(), controller: null, running: null };
   return {
-    getState: () => state,
+    getState: () => c.state,
     /** Call `fn(state)` after each change; returns the function that stops it. */
     subscribe(fn) {
-      listeners.add(fn);
-      return () => listeners.delete(fn);
+      c.listeners.add(fn);
+      return () => c.listeners.delete(fn);
     },
     /**
      * Send a prompt: a new run of the agent (`options` as `agent.run` takes them: `signal`,
      * `attachments`, `invoker`, `runId`, `idempotencyKey`, `source`). Resolves with the state
      * once its events stop (its failures are in the state); rejects `busy` while a run goes on.
      */
-    send(prompt, { signal, ...options } = {}) {
-      if (running) return Promise.reject(busy());
-      dispatch({ type: "chat.send", text: String(prompt), runId: options.runId ?? null });
-      return consume((own) => agent.run(prompt, { ...options, signal: own }), signal);
+    send(/** @type {string} */ prompt, /** @type {import("./runtime.mjs").RunOptions} */ { signal, ...options } = {}) {
+      if (c.running) return Promise.reject(busy());
+      dispatch(c, { type: "chat.send", text: String(prompt), runId: options.runId ?? null });
+      return consume(c, (own) => agent.run(prompt, { ...options, signal: own }), signal);
     },
     /** Abort the running run: it ends `end` reason `abort`. */
     stop() {
-      controller?.abort();
+      c.controller?.abort();
     },
     /**
      * Answer a pending approval (`yes`: approved) and continue its durable run; `reason` goes
      * with a denial. `options.approver` says who answers. Resolves like `send`.
      */
-    approve(approvalId, yes = true, reason = null, { approver, signal } = {}) {
-      const approval = state.approvals.find((a) => a.approvalId === approvalId);
-      if (!approval) return Promise.reject(Object.assign(new Error(`no pending approval ${approvalId}`), { name: "AerixError", kind: "options", reason: null }));
-      if (running && state.status === "running") return Promise.reject(busy());
-      const go = () => {
-        if (running) return Promise.reject(busy());
-        dispatch({ type: "chat.approve", approvalId });
-        return consume((own) => agent.approve(approval.runId, approvalId, !!yes, { reason: reason ?? undefined, signal: own, approver }), signal);
-      };
-      // the waiting run's events are closing: answer once they have
-      return running ? running.then(go) : go();
-    },
+    approve: (approvalId, yes = true, reason = null, options = {}) => approve(c, approvalId, yes, reason, options),
     /**
      * After a reload: the agent's `recover()`. Runs waiting for an approval join the state (their
      * prompt as a message, their approval pending); all are returned, as `agent.recover()` gives
      * them, so a UI can offer to `resume` the interrupted ones.
      */
-    async recover() {
-      const runs = await agent.recover();
-      for (const run of runs) {
-        prompts.set(run.id, run.prompt);
-        if (!run.approval) continue;
-        dispatch({ type: "chat.recovered", runId: run.id, prompt: run.prompt });
-        const { id: approvalId, title, body } = run.approval;
-        dispatch({ type: "waiting", runId: run.id, approvalId, title, body });
-      }
-      return runs;
-    },
+    recover: () => recover(c),
     /** Continue a durable run from its last checkpoint (one `recover` returned). Resolves like `send`. */
-    resume(runId, { signal } = {}) {
-      if (running) return Promise.reject(busy());
-      dispatch({ type: "chat.resume", runId, prompt: prompts.get(runId) ?? null });
-      prompts.delete(runId);
-      return consume((own) => agent.resume(runId, { signal: own }), signal);
+    resume(/** @type {string} */ runId, /** @type {{signal?: AbortSignal}} */ { signal } = {}) {
+      if (c.running) return Promise.reject(busy());
+      dispatch(c, { type: "chat.resume", runId, prompt: c.prompts.get(runId) ?? null });
+      c.prompts.delete(runId);
+      return consume(c, (own) => agent.resume(runId, { signal: own }), signal);
     },
     /**
      * After a reload: the agent's kept conversation (an agent with `conversationId` and a store)
      * back in `messages`, as a person reads it (prompts and answers). Resolves with the state.
      */
     async reopen() {
-      if (running) throw busy();
+      if (c.running) throw busy();
       await agent.reopen();
-      dispatch({ type: "chat.reopened", messages: await agent.transcript() });
-      return state;
+      dispatch(c, { type: "chat.reopened", messages: await agent.transcript() });
+      return c.state;
     },
     /** Stop the running run, forget the conversation (the agent's too) and start again. */
     async reset() {
-      controller?.abort();
-      await running;
+      c.controller?.abort();
+      await c.running;
       await agent.reset(); // a promise in worker mode
-      prompts.clear();
-      dispatch({ type: "chat.reset" });
+      c.prompts.clear();
+      dispatch(c, { type: "chat.reset" });
     },
     /** The agent this store reads. */
     agent,
   };
+}
+
+/**
+ * Reduce one action into the store's state and tell its subscribers.
+ * @param {Store} c
+ * @param {{type: string, [key: string]: any}} action
+ */
+function dispatch(c, action) {
+  const after = reduce(c.state, action);
+  if (after === c.state) return;
+  c.state = after;
+  for (const fn of [...c.listeners]) {
+    try {
+      fn(c.state);
+    } catch (e) {
+      // reported, without stopping the run or the other subscribers
+      if (globalThis.reportError) globalThis.reportError(e);
+      else console.error(e);
+    }
+  }
+}
+
+/**
+ * Read one run's events into the state; resolves with the state when they stop.
+ * @param {Store} c
+ * @param {(signal: AbortSignal) => AsyncIterable<any>} open
+ * @param {AbortSignal} [signal]
+ */
+function consume(c, open, signal) {
+  const own = (c.controller = new AbortController());
+  const follow = () => own.abort(signal.reason);
+  if (signal?.aborted) own.abort(signal.reason);
+  else signal?.addEventListener?.("abort", follow, { once: true });
+  c.running = (async () => {
+    try {
+      for await (const ev of open(own.signal)) {
+        c.onEvent?.(ev);
+        dispatch(c, ev);
+      }
+    } catch (e) {
+      dispatch(c, { type: "chat.error", error: failure(e) });
+    } finally {
+      signal?.removeEventListener?.("abort", follow);
+      if (c.controller === own) c.controller = null;
+      c.running = null;
+      dispatch(c, { type: "chat.done" });
+    }
+    return c.state;
+  })();
+  return c.running;
+}
+
+/**
+ * The store's `approve`.
+ * @param {Store} c
+ * @param {string} approvalId
+ * @param {boolean} yes
+ * @param {string|null} reason
+ * @param {{approver?: unknown, signal?: AbortSignal}} options
+ */
+function approve(c, approvalId, yes, reason, { approver, signal } = {}) {
+  const approval = c.state.approvals.find((a) => a.approvalId === approvalId);
+  if (!approval) return Promise.reject(Object.assign(new Error(`no pending approval ${approvalId}`), { name: "AerixError", kind: "options", reason: null }));
+  if (c.running && c.state.status === "running") return Promise.reject(busy());
+  const go = () => {
+    if (c.running) return Promise.reject(busy());
+    dispatch(c, { type: "chat.approve", approvalId });
+    return consume(c, (own) => c.agent.approve(approval.runId, approvalId, !!yes, { reason: reason ?? undefined, signal: own, approver }), signal);
+  };
+  // the waiting run's events are closing: answer once they have
+  return c.running ? c.running.then(go) : go();
+}
+
+/**
+ * The store's `recover`.
+ * @param {Store} c
+ */
+async function recover(c) {
+  const runs = await c.agent.recover();
+  for (const run of runs) {
+    c.prompts.set(run.id, run.prompt);
+    if (!run.approval) continue;
+    dispatch(c, { type: "chat.recovered", runId: run.id, prompt: run.prompt });
+    const { id: approvalId, title, body } = run.approval;
+    dispatch(c, { type: "waiting", runId: run.id, approvalId, title, body });
+  }
+  return runs;
 }

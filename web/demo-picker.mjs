@@ -8,7 +8,12 @@ import { cachedModels, forgetModel, keepModel } from "./aerix.mjs";
 export const BUNDLED = "./models/aerix-tools.gguf";
 const LOCAL = "aerix-local:";
 
+/** @param {string} id */
 const $ = (id) => document.getElementById(id);
+/** An <input> of the page, by id. */
+const input = (/** @type {string} */ id) => /** @type {HTMLInputElement} */ ($(id));
+/** The page's <progress> bar. */
+const progress = () => /** @type {HTMLProgressElement} */ ($("progress"));
 const resolve = (model) => (model.startsWith(LOCAL) ? model : new URL(model, location.href).href);
 const mib = (bytes) => (bytes >= 1 << 20 ? `${(bytes / (1 << 20)).toFixed(1)} MB` : `${Math.max(1, Math.round(bytes / 1024))} KB`);
 
@@ -52,13 +57,13 @@ async function pick(file) {
     return;
   }
   status.textContent = `Keeping ${file.name} (${mib(file.size)}) in this browser, for this visit and the next…`;
-  const bar = $("progress").value;
+  const bar = progress().value;
   $("progress").removeAttribute("value"); // the cache says nothing until it is done: a bar that only moves
   try {
     reloadWith(await keepModel(file, `${file.name}:${file.size}:${file.lastModified}`));
   } catch (e) {
     status.textContent = `Could not load ${file.name}: ${e.message}`;
-    $("progress").value = bar;
+    progress().value = bar;
   }
 }
 
@@ -69,14 +74,14 @@ async function pick(file) {
  * @param {boolean} [server] the page talks to a server instead (?baseUrl=)
  */
 export function setUpPicker(current, server = false) {
-  $("bundled-link").href = withModel(null);
+  /** @type {HTMLAnchorElement} */ ($("bundled-link")).href = withModel(null);
   $("bundled-link").hidden = isBundled(current) && !server;
   $("load-url").addEventListener("submit", (event) => {
     event.preventDefault();
-    const url = $("model-url").value.trim();
+    const url = input("model-url").value.trim();
     if (url) reloadWith(url);
   });
-  $("model-file").addEventListener("change", () => pick($("model-file").files[0]));
+  $("model-file").addEventListener("change", () => pick(input("model-file").files[0]));
   // Drop a .gguf anywhere on the page. The prompt's attachment input takes its own drops; any
   // other file dropped is not opened in place of the page.
   const files = (event) => event.dataTransfer?.types?.includes("Files") && event.target !== $("files");

@@ -6,9 +6,15 @@
 // `window.demo` lets a headless browser drive it and read the transcript, the store and the model.
 import { boot, chat } from "./aerix.mjs";
 import { BUNDLED, setUpPicker, showFacts } from "./demo-picker.mjs";
-import { INSTRUCTIONS, tools as demoTools } from "./demo-tools.mjs";
+import { desks } from "./demo-routing.mjs";
+import { tools as demoTools } from "./demo-tools.mjs";
 
+/** @param {string} id */
 const $ = (id) => document.getElementById(id);
+/** An <input> of the page (its value, checked, files), by id. */
+const input = (/** @type {string} */ id) => /** @type {HTMLInputElement} */ ($(id));
+/** A <button> of the page, by id. */
+const button = (/** @type {string} */ id) => /** @type {HTMLButtonElement} */ ($(id));
 const params = new URLSearchParams(location.search);
 // a URL, or a file kept in this browser (aerix-local:...); see demo-picker.mjs
 const MODEL = params.get("model") || BUNDLED;
@@ -20,6 +26,8 @@ const SERVER = serverFrom(params.get("baseUrl"));
 // Python and the engine run in a Web Worker (aerix.mjs), the recommended mode: the page stays
 // responsive while they boot. ?worker=0 runs them in this page instead.
 const WORKER = params.get("worker") !== "0";
+// ?record=1 keeps every request sent to the engine in the page, as `demo.requests` (tests read them)
+const RECORD = params.get("record") === "1";
 
 /** The server `?baseUrl=` names, if it is on this machine; said on the page either way. */
 function serverFrom(baseUrl) {
@@ -48,14 +56,34 @@ function notice(kind, text) {
 const transcript = [];
 // `chat`: the chat store the log draws (its getState() is what the page shows); `model`: what the
 // booted model is (demo-picker.mjs's showFacts); `progress`: the model phase's progress reports
-window.demo = { ready: false, running: false, transcript, error: null, server: SERVER?.baseUrl ?? null, toasts: [], chat: null, model: null, progress: [] };
+/**
+ * What the demo shows tests and a person at the console, as `window.demo`.
+ * @typedef {object} DemoState
+ * @property {boolean} ready
+ * @property {boolean} running
+ * @property {object[]} transcript
+ * @property {string|null} error
+ * @property {string|null} server
+ * @property {string[]} toasts
+ * @property {object|null} chat
+ * @property {object|null} model
+ * @property {object[]} progress
+ * @property {Record<string, number>} [timings] the boot's phases, in ms
+ * @property {() => object} [agent] the agent the last prompt went to
+ * @property {{scores: Record<string, number>, desk: string}|null} [route] how the last prompt was routed
+ * @property {{type: string, source: string, target: string}|null} [handoff] the last prompt's `handoff` event
+ * @property {object[]} [requests] with `?record=1`: every request sent to the engine (tests read them)
+ */
+/** @type {DemoState} */
+const demo = { ready: false, running: false, transcript, error: null, server: SERVER?.baseUrl ?? null, toasts: [], chat: null, model: null, progress: [] };
+Object.assign(window, { demo });
 setUpPicker(MODEL, !!SERVER);
 
 // The "toast" channel: a tool that emits to it (ctx.emit("toast", body, {title})) shows a small
 // toast for a few seconds. The demo's own tools do not emit (the bundled model was trained on them
 // as they are): the channel is here for tools you add.
 function showToast(message) {
-  window.demo.toasts.push(message);
+  demo.toasts.push(message);
   let box = $("toasts");
   if (!box) {
     box = document.createElement("div");
@@ -75,28 +103,29 @@ function showToast(message) {
 let aerix;
 try {
   aerix = await boot({
-    ...(SERVER ? { engine: SERVER } : { model: MODEL }),
+    ...(SERVER ? { engine: SERVER } : { model: MODEL, engine: { recorder: RECORD } }),
     worker: WORKER,
     onProgress: (p) => {
       if (p.phase !== "model") return void ($("status").textContent = `Loaded: ${p.phase}`);
-      window.demo.progress.push(p);
-      if (p.total) $("progress").value = p.loaded / p.total;
+      demo.progress.push(p);
+      if (p.total) /** @type {HTMLProgressElement} */ ($("progress")).value = p.loaded / p.total;
       const of = p.total ? ` of ${Math.round(p.total / 1024)}` : "";
       $("status").textContent = `${p.cached ? "Reading the model from this browser's cache" : "Downloading the model"}… ${Math.round(p.loaded / 1024)}${of} KiB`;
     },
   });
   const t = aerix.timings;
-  $("progress").value = 1;
+  /** @type {HTMLProgressElement} */ ($("progress")).value = 1;
   $("status").textContent = "Ready.";
   $("timings").textContent = `ready in ${t.ready} ms (python ${t.python} · packages ${t.packages} · imports ${t.imports} · engine ${t.engine}, in parallel${aerix.worker ? ", in a worker" : ", in this page"})`;
   const info = aerix.engine.info;
   if (SERVER) $("model").textContent = `Model ${SERVER.model} on the server ${aerix.engine.baseUrl} · runs kept in IndexedDB`;
   else $("model").textContent = `Model ${MODEL} · vocab ${info.n_vocab} · ctx ${info.n_ctx} · threads ${info.n_threads} · ${crossOriginIsolated ? "cross-origin isolated" : "not isolated"} · runs kept in IndexedDB`;
-  if (!SERVER) window.demo.model = showFacts(info, MODEL);
-  window.demo.timings = t;
+  if (!SERVER) demo.model = showFacts(info, MODEL);
+  demo.timings = t;
+  if (RECORD) demo.requests = aerix.engine.requests;
 } catch (e) {
   $("status").textContent = `Could not start: ${e.message}`;
-  window.demo.error = String(e.message || e);
+  demo.error = String(e.message || e);
 }
 
 // "Treat tool results as untrusted web content": weather and time stand for tools that bring
@@ -105,77 +134,51 @@ try {
 // waits for the user's approval (docs/trust.md). Like the approval box, the box is read at each
 // call. The flags are not part of what the model sees: the system message and the turn schema
 // stay those the bundled model was trained on.
-const untrusted = () => $("untrusted").checked;
+const untrusted = () => input("untrusted").checked;
 // The box outlives a reload, so a run waiting on the guard is answered under the same flags.
-$("untrusted").checked = localStorage.getItem("aerix-demo-untrusted") === "1";
+input("untrusted").checked = localStorage.getItem("aerix-demo-untrusted") === "1";
 $("untrusted").addEventListener("change", () => localStorage.setItem("aerix-demo-untrusted", untrusted() ? "1" : "0"));
 const TRUST = { weather: { taint: untrusted }, time: { taint: untrusted }, save_note: { guardWhenTainted: untrusted } };
 const tools = demoTools.map((t) => (TRUST[t.name] ? { ...t, trust: TRUST[t.name] } : t));
 
-// Two desks, two agents with their own conversations: with the routing box on, each prompt goes
-// to the desk the model scores higher (agent.choose). Both have the tools and instructions the
-// bundled model was trained on; the bundled model was not trained to route, so its scores show
-// the mechanism more than good judgement.
-const DESKS = { travel: "the travel desk: weather, local time, unit conversion", notes: "the notes desk: saving notes and arithmetic" };
-
-// One durable agent per desk and setting of the constraint box; runs live in IndexedDB, so a
-// reload can resume them, and so does each conversation (conversationId): a reload reopens it.
-// A long chat is compacted into a digest (the bundled model was not trained to summarise). The
-// approval box is read at each call, so a waiting run keeps its gate.
-const agents = new Map();
-function agentFor(constrain, desk = "travel") {
-  const key = `${desk}:${constrain ? "constrained" : "free"}`;
-  if (!agents.has(key)) {
-    agents.set(
-      key,
-      aerix.agent({
-        instructions: INSTRUCTIONS,
-        tools,
-        limits: { turns: 6, retries: 2, maxTokens: 256 },
-        generation: { temperature: 0 }, // the bundled model is small: greedy is what its eval measures
-        constrain,
-        durable: true,
-        conversationId: `demo-${key}`,
-        compaction: "digest",
-        channels: [{ name: "toast", out: showToast }],
-        hooks: {
-          beforeCall: async (call, ctx) => {
-            if (!$("approve").checked) return null;
-            const decision = await ctx.approve(`Run ${call.tool}?`, JSON.stringify(call.input));
-            return decision.approved ? null : { deny: decision.reason || "you said no" };
-          },
-        },
-      }),
-    );
-  }
-  return agents.get(key);
+// The desks (demo-routing.mjs): with the routing box on, each prompt goes to the desk the model
+// scores higher (agent.choose); with the handoff box on, to a front desk that hands it over to one
+// (handoffs). The boxes exclude each other. The approval box is read at each call.
+const problems = []; // failures of the page's own clicks, shown as cards
+const hooks = {
+  beforeCall: async (call, ctx) => {
+    if (!input("approve").checked) return null;
+    const decision = await ctx.approve(`Run ${call.tool}?`, JSON.stringify(call.input));
+    return decision.approved ? null : { deny: decision.reason || "you said no" };
+  },
+};
+const { agentFor, frontDesk, route } = desks(aerix, { tools, channels: [{ name: "toast", out: showToast }], hooks, problems });
+for (const [id, other] of [["route", "handoff"], ["handoff", "route"]]) {
+  $(id).addEventListener("change", () => input(id).checked && (input(other).checked = false));
 }
-let desk = "travel"; // the desk the last prompt went to
+let sentTo = null; // the agent the last prompt went to
 let routed = null; // {scores, desk} of the last prompt, when it was routed
-window.demo.agent = () => agentFor($("constrain").checked, desk); // the agent the last prompt went to
+let handed = null; // the `handoff` event of the last prompt, when the front desk handed it over
+demo.agent = () => sentTo ?? agentFor(input("constrain").checked);
 
-/** The desk for a prompt: by the model's scores when the routing box is on (shown as a card). */
-async function route(prompt) {
-  if (!$("route").checked) return "travel";
-  const names = Object.keys(DESKS);
-  try {
-    const scores = await agentFor(true).choose(prompt, Object.values(DESKS));
-    const chosen = names[Object.values(DESKS).indexOf(Object.entries(scores).sort((a, b) => b[1] - a[1])[0][0])];
-    window.demo.route = routed = { scores, desk: chosen };
-    return chosen;
-  } catch (e) {
-    problems.push(`Routing failed (${e.message}); the travel desk takes it.`);
-    return "travel";
-  }
+/** The agent for a prompt: the front desk, the desk the scores pick (shown as a card), or travel. */
+async function agentForPrompt(prompt) {
+  const constrain = input("constrain").checked;
+  if (input("handoff").checked) return frontDesk(constrain);
+  if (!input("route").checked) return agentFor(constrain);
+  const { desk, scores } = await route(prompt);
+  if (scores) demo.route = routed = { scores, desk };
+  return agentFor(constrain, desk);
 }
 
 // -- the log: drawn from the chat store's state ------------------------------------------------
 
 // One chat store per agent (chat.mjs): the page draws the state of the one it shows, and every
-// event of its runs also goes to window.demo.transcript (cleared for each new prompt).
+// event of its runs also goes to demo.transcript (cleared for each new prompt).
 const stores = new Map();
 function storeFor(agent) {
-  if (!stores.has(agent)) stores.set(agent, chat(agent, { onEvent: (ev) => transcript.push(ev) }));
+  const onEvent = (ev) => (transcript.push(ev), ev.type === "handoff" && (handed = demo.handoff = ev));
+  if (!stores.has(agent)) stores.set(agent, chat(agent, { onEvent }));
   return stores.get(agent);
 }
 let shown = null; // the store drawn in #log
@@ -184,7 +187,7 @@ function showStore(store) {
   if (store === shown) return store;
   unsubscribe();
   shown = store;
-  window.demo.chat = store;
+  demo.chat = store;
   unsubscribe = store.subscribe(draw);
   draw();
   return store;
@@ -194,7 +197,6 @@ function showStore(store) {
 // of its own clicks, and the download links of the files shown (object URLs, revoked when their
 // files leave the state).
 let interrupted = [];
-const problems = [];
 const links = new Map(); // artifact id -> {href, filename}, or null while it is read back
 
 /** The cards the state shows, in order: each `{key, kind, title, body}` and what it needs. */
@@ -206,6 +208,7 @@ function views(state) {
     const scores = Object.entries(routed.scores).map(([option, p]) => `${(p * 100).toFixed(1)} %  ${option}`).join("\n");
     card("route", "call", `Routed to the ${routed.desk} desk · agent.choose`, scores);
   }
+  if (handed) card("handoff", "call", `Handed to the ${handed.target} desk · handoffs`, `${handed.source} → ${handed.target}: the run goes on under the ${handed.target} desk`);
   const lastPrompt = state.messages.findLastIndex((m) => m.role === "user");
   const message = (m, i) => (m.role === "user" ? card(`m${i}`, "prompt", "You", m.text) : card(`m${i}`, "final", "Answer", m.text));
   state.messages.slice(0, lastPrompt + 1).forEach(message); // earlier turns of the conversation, then this run's prompt
@@ -312,13 +315,13 @@ function approvalButtons(el, approval) {
   el.dataset.approval = approval.approvalId;
   const row = document.createElement("div");
   row.className = "choices";
-  for (const [label, approved] of [["Approve", true], ["Deny", false]]) {
+  for (const [label, approved] of /** @type {[string, boolean][]} */ ([["Approve", true], ["Deny", false]])) {
     const button = document.createElement("button");
     button.type = "button";
     button.textContent = label;
     button.className = approved ? "approve" : "deny";
     button.addEventListener("click", async () => {
-      const buttons = [...row.children];
+      const buttons = /** @type {HTMLButtonElement[]} */ ([...row.children]);
       for (const b of buttons) b.disabled = true; // the card goes once the store takes the answer
       await drive(shown.approve(approval.approvalId, approved));
       for (const b of buttons) b.disabled = false;
@@ -339,37 +342,39 @@ function resumeButton(el, run) {
   el.append(button);
 }
 
-/** The page is busy while a run's events come: `window.demo.running`, Run and Stop follow. */
+/** The page is busy while a run's events come: `demo.running`, Run and Stop follow. */
 async function drive(settled) {
-  window.demo.running = true;
-  $("run").disabled = true;
-  $("stop").disabled = false;
+  demo.running = true;
+  button("run").disabled = true;
+  button("stop").disabled = false;
   try {
     await settled;
   } catch (e) {
     problems.push(String(e.message || e));
     draw();
   } finally {
-    window.demo.running = false;
-    $("run").disabled = false;
-    $("stop").disabled = true;
+    demo.running = false;
+    button("run").disabled = false;
+    button("stop").disabled = true;
   }
 }
 
 $("ask").addEventListener("submit", async (event) => {
   event.preventDefault();
-  if (!aerix || window.demo.running) return;
-  const prompt = $("prompt").value.trim();
+  if (!aerix || demo.running) return;
+  const prompt = input("prompt").value.trim();
   if (!prompt) return;
   transcript.length = 0;
   problems.length = 0;
   interrupted = [];
-  const attachments = [...$("files").files]; // kept as the run's first artifacts
-  $("files").value = "";
-  window.demo.running = true;
-  routed = window.demo.route = null;
-  desk = await route(prompt);
-  const store = showStore(storeFor(agentFor($("constrain").checked, desk)));
+  const attachments = [...input("files").files]; // kept as the run's first artifacts
+  input("files").value = "";
+  demo.running = true;
+  routed = demo.route = handed = demo.handoff = null;
+  const viaFrontDesk = input("handoff").checked;
+  const store = showStore(storeFor((sentTo = await agentForPrompt(prompt))));
+  // the front desk's chat starts again at each prompt: it hands *each* prompt over (demo-routing.mjs)
+  if (viaFrontDesk) await store.reset();
   await drive(store.send(prompt, attachments.length ? { attachments } : {}));
 });
 
@@ -378,11 +383,13 @@ $("stop").addEventListener("click", () => shown?.stop());
 // After a reload: the last chat comes back (its kept conversation), then the runs a reload, a
 // closed tab or a crash left behind: a waiting one joins the store (its prompt and its approval
 // card); the others are offered for resume.
+// These are the travel desk's (durable runs are kept under their agent's name): a run of the notes
+// desk or of the front desk is not listed here.
 if (aerix) {
   const store = showStore(storeFor(agentFor(true)));
   await store.reopen().catch((e) => problems.push(`Could not reopen the last chat: ${e.message}`));
   interrupted = (await store.recover()).filter((run) => !run.approval);
   draw();
-  $("run").disabled = false;
-  window.demo.ready = true;
+  button("run").disabled = false;
+  demo.ready = true;
 }

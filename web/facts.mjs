@@ -93,7 +93,7 @@ export function templateFamily(text) {
 /** A parameter count as people write it: 3672320 → "3.7M", 596049920 → "596M", 1.2e9 → "1.2B". */
 export function sizeLabel(n) {
   if (!(Number.isFinite(n) && n > 0)) return "unknown";
-  for (const [unit, scale] of [["T", 1e12], ["B", 1e9], ["M", 1e6], ["K", 1e3]]) {
+  for (const [unit, scale] of /** @type {[string, number][]} */ ([["T", 1e12], ["B", 1e9], ["M", 1e6], ["K", 1e3]])) {
     if (n >= scale) {
       const v = n / scale;
       return `${v >= 100 ? Math.round(v) : Number(v.toPrecision(2))}${unit}`;
@@ -104,8 +104,8 @@ export function sizeLabel(n) {
 
 /**
  * The facts a picker shows, from what llama.cpp reported and what the page found.
- * @param {object} found
- * @param {Record<string, string>} found.metadata the GGUF's key/values as llama.cpp gives them
+ * @param {object} [found]
+ * @param {Record<string, string>} [found.metadata] the GGUF's key/values as llama.cpp gives them
  *   (wllama's `getModelMetadata().meta`: every value a string, arrays left out)
  * @param {string} [found.template] the chat template in use (the model's own, or the one given)
  * @param {number|null} [found.nParams] the parameter count from the GGUF's tensor table

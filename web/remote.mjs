@@ -14,12 +14,18 @@
  * @module remote
  */
 
+import { RUN_OPTIONS, START_OPTIONS, agentState, agentTool, checked, named, newRef, withHandoffRefs } from "./handle.mjs";
 import { connect } from "./rpc.mjs";
 import { ending } from "./runtime.mjs";
 
-/** Start the worker and boot it; resolves like runtime.mjs's `bootHere`. */
+/**
+ * Start the worker and boot it; resolves like runtime.mjs's `bootHere`.
+ * @param {URL} root
+ * @param {import("./runtime.mjs").BootOptions} options
+ */
 export async function bootWorker(root, { model, onProgress = () => {}, engine: engineOptions = {}, ...options }) {
   const started = performance.now();
+  /** @type {Record<string, number>} */
   const timings = {};
   const worker = new Worker(new URL("worker.mjs", root), { type: "module", name: "aerix" });
   const peer = connect(worker);
@@ -57,7 +63,7 @@ export async function bootWorker(root, { model, onProgress = () => {}, engine: e
     worker: true,
     timings,
     engine: booted.server ?? { info, requests, chat: (messages, options) => peer.stream("engineChat", messages, options) },
-    agent: (options = {}) => remoteAgent(peer, options),
+    agent: (options = {}) => remoteAgent(peer, withHandoffRefs(options)),
     runPython: (code) => peer.call("runPython", String(code)),
     /** Stop the worker (and the engine with it); this object is of no use afterwards. */
     terminate() {
@@ -67,9 +73,14 @@ export async function bootWorker(root, { model, onProgress = () => {}, engine: e
   };
 }
 
-function remoteAgent(peer, options) {
+/**
+ * The agent as the page sees it in worker mode: each method a message to the worker's agent
+ * (the one runtime.mjs's `wrapAgent` makes there), under the id this side chose for it
+ * (handle.mjs). Exported for tests/js, which build one over a fake peer.
+ */
+export function remoteAgent(peer, options, ref = newRef()) {
   const state = { id: null, system: undefined, schema: undefined, messages: [] };
-  const ready = peer.keep("agent", options).then((made) => void Object.assign(state, made));
+  const ready = peer.keep("agent", options, ref).then((made) => void Object.assign(state, made));
   ready.catch(() => {}); // the rejection is the first call's (or `ready`'s) to report
   const call = async (method, ...args) => {
     await ready;
@@ -88,18 +99,19 @@ function remoteAgent(peer, options) {
       if (!step?.done) await events.return();
     }
   }
-  return {
+  const handle = {
     ready,
-    run: (prompt, { signal, runId, idempotencyKey, invoker, attachments, source } = {}) =>
-      stream("run", prompt, { signal, runId, idempotencyKey, invoker, attachments, source }),
+    run: (/** @type {string} */ prompt, /** @type {import("./runtime.mjs").RunOptions} */ options) => stream("run", prompt, { ...checked("run option(s)", options, RUN_OPTIONS) }),
     async ask(prompt, opts = {}) {
       const all = [];
       for await (const ev of this.run(prompt, opts)) all.push(ev);
       return ending(all);
     },
-    start: (prompt, opts = {}) => call("start", prompt, opts),
-    resume: (runId, { signal } = {}) => stream("resume", runId, { signal }),
-    approve: (runId, approvalId, approved, { reason, signal, approver } = {}) => stream("approve", runId, approvalId, approved, { reason, signal, approver }),
+    start: (/** @type {string} */ prompt, /** @type {object} */ options) => call("start", prompt, { ...checked("start option(s)", options, START_OPTIONS) }),
+    getRun: (/** @type {string} */ runId) => call("getRun", runId),
+    resume: (/** @type {string} */ runId, /** @type {{signal?: AbortSignal}} */ { signal } = {}) => stream("resume", runId, { signal }),
+    approve: (/** @type {string} */ runId, /** @type {string} */ approvalId, /** @type {boolean} */ approved, /** @type {import("./runtime.mjs").ApproveOptions} */ { reason, signal, approver } = {}) =>
+      stream("approve", runId, approvalId, approved, { reason, signal, approver }),
     artifact: (id) => call("artifact", id),
     artifacts: (runId) => call("artifacts", runId),
     choose: (question, options, opts = {}) => call("choose", question, options, opts),
@@ -119,6 +131,12 @@ function remoteAgent(peer, options) {
     get schema() {
       return state.schema;
     },
+    state: agentState(async (method, collection, args) => {
+      await ready;
+      return peer.call("agentState", state.id, method, collection, args);
+    }),
+    asTool: (name, description, opts) => agentTool(handle, name, description, opts),
     python: null,
   };
+  return named(handle, ref);
 }

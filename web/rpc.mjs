@@ -34,144 +34,209 @@ export function transfer(value, buffers) {
 
 /**
  * The peer at the other end of `port` (a Worker, the worker's `self`, or a MessagePort).
- * @param {{postMessage: Function, addEventListener: Function}} port
+ * @param {Port} port
  * @param {Record<string, Function>} handlers what the other side may call by name; a handler
  *   may return a value, a promise, or (for `stream`) an async iterable. `this` is the peer.
  */
 export function connect(port, handlers = {}) {
-  const local = new Map(); // id -> a function of ours the other side holds a reference to
-  const unlinks = new Map(); // id -> removes the listener that forwards a signal of ours
-  const pending = new Map(); // call id -> {resolve, reject, onItem}
-  const iterators = new Map(); // call id -> the iterator a stream of ours is reading
-  const signals = new Map(); // their signal id -> our AbortController
-  let next = 1;
-  let closed = null;
+  return new Channel(port, handlers).peer;
+}
 
-  const post = (message, buffers = []) => port.postMessage(message, buffers);
+/** @typedef {{postMessage: Function, addEventListener: Function, start?: () => void}} Port */
+
+/** One end of the channel: the references it holds for the other side, and its calls in flight. */
+class Channel {
+  local = new Map(); // id -> a function of ours the other side holds a reference to
+  unlinks = new Map(); // id -> removes the listener that forwards a signal of ours
+  /** @type {Map<number, {resolve: (value: any) => void, reject: (error: any) => void, onItem: ((item: any) => void)|null, scope: number[]|null}>} */
+  pending = new Map(); // call id -> {resolve, reject, onItem, scope}
+  iterators = new Map(); // call id -> the iterator a stream of ours is reading
+  signals = new Map(); // their signal id -> our AbortController
+  next = 1;
+  /** @type {Error|null} */
+  closed = null;
+
+  /**
+   * @param {Port} port
+   * @param {Record<string, Function>} handlers
+   */
+  constructor(port, handlers) {
+    this.port = port;
+    this.handlers = handlers;
+    this.peer = {
+      /** Call the other side's handler `name`; resolves with what it returns. */
+      call: (/** @type {string} */ name, /** @type {any[]} */ ...args) => this.request({ t: "call", name }, args, [], null)[1],
+      /** The same, keeping the functions and signals passed for the peer's life. */
+      keep: (/** @type {string} */ name, /** @type {any[]} */ ...args) => this.request({ t: "call", name }, args, null, null)[1],
+      /** An async iterator over the other side's handler `name` (which returns an async iterable);
+       * its `return` value ends up as the iterator's final value. */
+      stream: (/** @type {string} */ name, /** @type {any[]} */ ...args) => this.remoteStream(name, args),
+      /** Fail every call in flight (the other side died) and refuse new ones. */
+      close: (/** @type {Error} */ error) => {
+        this.closed = error ?? new Error("the aerix worker has stopped");
+        for (const { reject } of this.pending.values()) reject(this.closed);
+        this.pending.clear();
+      },
+    };
+    port.addEventListener("message", (/** @type {MessageEvent} */ { data }) => this.receive(data));
+    port.start?.();
+  }
+
+  /**
+   * @param {any} message
+   * @param {Transferable[]} [buffers]
+   */
+  post(message, buffers = []) {
+    this.port.postMessage(message, buffers);
+  }
 
   // -- values out and in ---------------------------------------------------------------------
 
-  function out(value, scope, buffers) {
-    if (typeof value === "function") return ref("fn", value, scope);
+  /**
+   * A value as it crosses: functions and signals as references (their ids pushed on `scope`,
+   * released with it; null: kept), errors as data, transferred buffers pushed on `buffers`.
+   * @param {any} value
+   * @param {number[]|null} scope
+   * @param {Transferable[]} buffers
+   * @returns {any}
+   */
+  out(value, scope, buffers) {
+    if (typeof value === "function") return this.ref("fn", value, scope);
     if (value === null || typeof value !== "object") return value;
     if (value[TAG] === "transfer") {
       buffers.push(...value.buffers);
-      return out(value.value, scope, buffers);
+      return this.out(value.value, scope, buffers);
     }
-    if (globalThis.AbortSignal && value instanceof AbortSignal) return signalRef(value, scope);
+    if (globalThis.AbortSignal && value instanceof AbortSignal) return this.signalRef(value, scope);
     if (value instanceof Error) {
-      return { [TAG]: "error", name: value.name, message: value.message, stack: value.stack, kind: value.kind, reason: value.reason };
+      const { kind, reason } = /** @type {Error & {kind?: string, reason?: unknown}} */ (value);
+      return { [TAG]: "error", name: value.name, message: value.message, stack: value.stack, kind, reason };
     }
     if (ArrayBuffer.isView(value) || CLONEABLE.some((type) => value instanceof type)) return value;
-    if (Array.isArray(value)) return value.map((v) => out(v, scope, buffers));
+    if (Array.isArray(value)) return value.map((v) => this.out(v, scope, buffers));
+    /** @type {Record<string, any>} */
     const copy = {};
-    for (const key of Object.keys(value)) copy[key] = out(value[key], scope, buffers);
+    for (const key of Object.keys(value)) copy[key] = this.out(value[key], scope, buffers);
     // an instance of a class: its methods too, bound to it (a store or channel object)
     for (let proto = Object.getPrototypeOf(value); proto && proto !== Object.prototype; proto = Object.getPrototypeOf(proto)) {
       for (const key of Object.getOwnPropertyNames(proto)) {
-        if (key !== "constructor" && !(key in copy) && typeof value[key] === "function") copy[key] = ref("fn", value[key].bind(value), scope);
+        if (key !== "constructor" && !(key in copy) && typeof value[key] === "function") copy[key] = this.ref("fn", value[key].bind(value), scope);
       }
     }
     return copy;
   }
 
-  function ref(kind, fn, scope) {
-    const id = next++;
-    local.set(id, fn);
+  /**
+   * @param {string} kind
+   * @param {Function} fn
+   * @param {number[]|null} scope
+   */
+  ref(kind, fn, scope) {
+    const id = this.next++;
+    this.local.set(id, fn);
     scope?.push(id);
     return { [TAG]: kind, id };
   }
 
-  function signalRef(signal, scope) {
-    const id = next++;
-    const onAbort = () => post({ t: "abort", signal: id, reason: String(signal.reason ?? "aborted") });
+  /**
+   * @param {AbortSignal} signal
+   * @param {number[]|null} scope
+   */
+  signalRef(signal, scope) {
+    const id = this.next++;
+    const onAbort = () => this.post({ t: "abort", signal: id, reason: String(signal.reason ?? "aborted") });
     signal.addEventListener("abort", onAbort, { once: true });
-    unlinks.set(id, () => signal.removeEventListener("abort", onAbort));
+    this.unlinks.set(id, () => signal.removeEventListener("abort", onAbort));
     scope?.push(id);
     return { [TAG]: "signal", id, aborted: signal.aborted };
   }
 
-  function release(scope) {
+  /** @param {number[]|null} scope */
+  release(scope) {
     for (const id of scope ?? []) {
-      local.delete(id);
-      unlinks.get(id)?.();
-      unlinks.delete(id);
+      this.local.delete(id);
+      this.unlinks.get(id)?.();
+      this.unlinks.delete(id);
     }
-    if (scope?.length) post({ t: "release", ids: scope });
+    if (scope?.length) this.post({ t: "release", ids: scope });
   }
 
-  function inn(value) {
+  /**
+   * A value as it arrives: references become functions and signals of ours, errors Errors.
+   * @param {any} value
+   * @returns {any}
+   */
+  inn(value) {
     if (value === null || typeof value !== "object" || ArrayBuffer.isView(value) || CLONEABLE.some((type) => value instanceof type)) return value;
-    if (Array.isArray(value)) return value.map(inn);
+    if (Array.isArray(value)) return value.map((v) => this.inn(v));
     switch (value[TAG]) {
       case "fn":
-        return remoteFunction(value.id);
+        return (/** @type {any[]} */ ...args) => this.request({ t: "call", fn: value.id }, args, [], null)[1];
       case "signal":
-        return remoteSignal(value);
+        return this.remoteSignal(value);
       case "error":
         return Object.assign(new Error(value.message), { name: value.name, stack: value.stack }, value.kind === undefined ? {} : { kind: value.kind, reason: value.reason ?? null });
     }
+    /** @type {Record<string, any>} */
     const copy = {};
-    for (const key of Object.keys(value)) copy[key] = inn(value[key]);
+    for (const key of Object.keys(value)) copy[key] = this.inn(value[key]);
     return copy;
   }
 
-  function remoteFunction(id) {
-    return (...args) => request({ t: "call", fn: id }, args, [], null)[1];
-  }
-
-  function remoteSignal({ id, aborted }) {
+  /** @param {{id: number, aborted: boolean}} ref */
+  remoteSignal({ id, aborted }) {
     const controller = new AbortController();
     if (aborted) controller.abort();
-    else signals.set(id, controller);
+    else this.signals.set(id, controller);
     return controller.signal;
   }
 
   // -- calls out -----------------------------------------------------------------------------
 
-  /** Send a call: [its id, a promise of its result]; `scope` collects the refs made for its
-   * arguments, released when it settles (null: kept). */
-  function request(head, args, scope, onItem) {
-    const id = next++;
-    if (closed) return [id, Promise.reject(closed)];
+  /**
+   * Send a call: [its id, a promise of its result]; `scope` collects the refs made for its
+   * arguments, released when it settles (null: kept).
+   * @param {object} head
+   * @param {any[]} args
+   * @param {number[]|null} scope
+   * @param {((item: any) => void)|null} onItem
+   * @returns {[number, Promise<any>]}
+   */
+  request(head, args, scope, onItem) {
+    const id = this.next++;
+    if (this.closed) return [id, Promise.reject(this.closed)];
+    /** @type {Transferable[]} */
     const buffers = [];
-    const message = { ...head, id, args: out(args, scope, buffers) };
+    const message = { ...head, id, args: this.out(args, scope, buffers) };
     const settled = new Promise((resolve, reject) => {
-      pending.set(id, { resolve, reject, onItem, scope });
-      post(message, buffers);
+      this.pending.set(id, { resolve, reject, onItem, scope });
+      this.post(message, buffers);
     });
     return [id, settled];
   }
 
-  const peer = {
-    /** Call the other side's handler `name`; resolves with what it returns. */
-    call: (name, ...args) => request({ t: "call", name }, args, [], null)[1],
-    /** The same, keeping the functions and signals passed for the peer's life. */
-    keep: (name, ...args) => request({ t: "call", name }, args, null, null)[1],
-    /** An async iterator over the other side's handler `name` (which returns an async iterable);
-     * its `return` value ends up as the iterator's final value. */
-    stream: (name, ...args) => remoteStream(name, args),
-    /** Fail every call in flight (the other side died) and refuse new ones. */
-    close(error) {
-      closed = error ?? new Error("the aerix worker has stopped");
-      for (const { reject } of pending.values()) reject(closed);
-      pending.clear();
-    },
-  };
-
-  function remoteStream(name, args) {
+  /**
+   * @param {string} name
+   * @param {any[]} args
+   * @returns {AsyncIterableIterator<any>}
+   */
+  remoteStream(name, args) {
+    /** @type {any[]} */
     const items = [];
+    /** @type {((value?: unknown) => void)|null} */
     let wake = null;
     let finished = false;
-    const [id, settled] = request({ t: "stream", name }, args, [], (item) => {
+    const [id, settled] = this.request({ t: "stream", name }, args, [], (item) => {
       items.push(item);
       wake?.();
     });
+    /** @type {{value?: any, error?: any}|null} */
     let outcome = null;
     settled.then(
       (value) => (outcome = { value }),
       (error) => (outcome = { error }),
     ).finally(() => wake?.());
+    const post = (/** @type {any} */ message) => this.post(message);
     return {
       [Symbol.asyncIterator]() {
         return this;
@@ -197,71 +262,75 @@ export function connect(port, handlers = {}) {
 
   // -- calls in ------------------------------------------------------------------------------
 
-  async function answer(message) {
+  /** @param {{t: string, id: number, fn?: number, name?: string, args: any}} message */
+  async answer(message) {
     const { id } = message;
     try {
-      const target = message.fn !== undefined ? local.get(message.fn) : handlers[message.name];
+      const target = message.fn !== undefined ? this.local.get(message.fn) : this.handlers[message.name];
       if (typeof target !== "function") {
         throw new Error(message.fn !== undefined ? "this function was passed for one call, which has ended" : `no handler ${JSON.stringify(message.name)}`);
       }
-      const value = await target.apply(peer, inn(message.args));
+      const value = await target.apply(this.peer, this.inn(message.args));
       if (message.t === "stream") {
         const iterator = value[Symbol.asyncIterator]();
-        iterators.set(id, iterator);
+        this.iterators.set(id, iterator);
         let step;
         while (!(step = await iterator.next()).done) {
+          /** @type {Transferable[]} */
           const buffers = [];
-          post({ t: "item", id, value: out(step.value, null, buffers) }, buffers);
+          this.post({ t: "item", id, value: this.out(step.value, null, buffers) }, buffers);
         }
-        return reply(id, step.value);
+        return this.reply(id, step.value);
       }
-      reply(id, value);
+      this.reply(id, value);
     } catch (error) {
-      post({ t: "err", id, error: out(error instanceof Error ? error : new Error(String(error)), null, []) });
+      this.post({ t: "err", id, error: this.out(error instanceof Error ? error : new Error(String(error)), null, []) });
     } finally {
-      iterators.delete(id);
+      this.iterators.delete(id);
     }
   }
 
-  // a function in a result (not something aerix returns) stays callable for the peer's life
-  function reply(id, value) {
+  /**
+   * A function in a result (not something aerix returns) stays callable for the peer's life.
+   * @param {number} id
+   * @param {any} value
+   */
+  reply(id, value) {
+    /** @type {Transferable[]} */
     const buffers = [];
-    post({ t: "ok", id, value: out(value, null, buffers) }, buffers);
+    this.post({ t: "ok", id, value: this.out(value, null, buffers) }, buffers);
   }
 
-  port.addEventListener("message", ({ data }) => {
+  /** @param {any} data one message from the other side */
+  receive(data) {
     switch (data?.t) {
       case "call":
       case "stream":
-        answer(data);
+        this.answer(data);
         break;
-      case "item": {
-        const call = pending.get(data.id);
-        call?.onItem?.(inn(data.value));
+      case "item":
+        this.pending.get(data.id)?.onItem?.(this.inn(data.value));
         break;
-      }
       case "ok":
       case "err": {
-        const call = pending.get(data.id);
+        const call = this.pending.get(data.id);
         if (!call) break;
-        pending.delete(data.id);
-        release(call.scope);
-        if (data.t === "ok") call.resolve(inn(data.value));
-        else call.reject(inn(data.error));
+        this.pending.delete(data.id);
+        this.release(call.scope);
+        if (data.t === "ok") call.resolve(this.inn(data.value));
+        else call.reject(this.inn(data.error));
         break;
       }
       case "close":
-        iterators.get(data.id)?.return?.();
+        this.iterators.get(data.id)?.return?.();
         break;
       case "abort":
-        signals.get(data.signal)?.abort(data.reason);
-        signals.delete(data.signal);
+        this.signals.get(data.signal)?.abort(data.reason);
+        this.signals.delete(data.signal);
         break;
       case "release":
-        for (const id of data.ids) signals.delete(id);
+        for (const id of data.ids) this.signals.delete(id);
         break;
     }
-  });
-  port.start?.();
-  return peer;
+  }
 }

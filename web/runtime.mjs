@@ -7,21 +7,43 @@
  */
 
 import { loadEngine } from "./engine.mjs";
+import { RUN_OPTIONS, START_OPTIONS, agentState, agentTool, checked, named, newRef, withHandoffRefs } from "./handle.mjs";
 import { openStore } from "./store.mjs";
 
 const HERE = new URL("./", import.meta.url);
 
 /**
+ * The options of aerix.mjs's `boot` that a realm takes (`worker` decided already).
+ * @typedef {object} BootOptions
+ * @property {string|Blob} [model]
+ * @property {boolean} [cache]
+ * @property {string} [cacheKey]
+ * @property {string|URL} [base]
+ * @property {Record<string, any>} [engine] `loadEngine`'s options, or an OpenAI-compatible server's `{baseUrl, model, apiKey, params}`
+ * @property {(p: {phase: string, loaded?: number, total?: number, ms?: number, cached?: boolean}) => void} [onProgress]
+ */
+
+/**
+ * How an agent's runs are started and answered (the agent below documents each).
+ * @typedef {{signal?: AbortSignal, runId?: string, idempotencyKey?: string, invoker?: object, attachments?: any[], source?: string, concurrencyKey?: string}} RunOptions
+ * @typedef {{runId?: string, idempotencyKey?: string, invoker?: object, concurrencyKey?: string}} StartOptions
+ * @typedef {{reason?: string, signal?: AbortSignal, approver?: object}} ApproveOptions
+ * @typedef {{signal?: AbortSignal, topLogprobs?: number}} ChooseOptions
+ */
+
+/**
  * Boot Python and the engine in parallel, here (the options of aerix.mjs's `boot`, without
  * `worker`; URLs already resolved against the page when the worker runs this).
+ * @param {BootOptions} [options]
  */
 export async function bootHere({ model, cache = true, cacheKey, base = HERE, engine: engineOptions = {}, onProgress = () => {} } = {}) {
   const server = engineOptions?.baseUrl ? engineOptions : null;
   if (!server && (model === undefined || model === null)) throw new Error("boot({ model }) needs a model: a GGUF URL or a Blob");
   const root = new URL(base, location.href);
   const started = performance.now();
+  /** @type {Record<string, number>} */
   const timings = {};
-  const time = (phase) => {
+  const time = (/** @type {string} */ phase) => {
     const ms = Math.round(performance.now() - started);
     timings[phase] = ms;
     onProgress({ phase, ms });
@@ -44,7 +66,8 @@ export async function bootHere({ model, cache = true, cacheKey, base = HERE, eng
   const [pyodide, eng] = await Promise.all([python, engine]);
   // Values cross to Python as they are: aerix.page converts them, once, on its side.
   const page = pyodide.pyimport("aerix.page");
-  const jsModel = server ? page.server_model({ ...server, baseUrl: eng.baseUrl }) : pyodide.pyimport("aerix.engines.js").JsModel(eng);
+  // a server's options go to Python as given (page.py's SERVER_OPTIONS: any other is refused)
+  const jsModel = server ? readable(page.server_model)({ ...server, baseUrl: eng.baseUrl }) : pyodide.pyimport("aerix.engines.js").JsModel(eng);
   pyodide.registerJsModule("aerix_page", { engine: eng, openStore, ...(server ? { server: jsModel } : {}) });
   time("ready");
   return {
@@ -52,8 +75,12 @@ export async function bootHere({ model, cache = true, cacheKey, base = HERE, eng
     engine: eng,
     timings,
     worker: false,
-    /** Build an agent; the options are those of `aerix.Agent`, in camelCase where they differ. */
-    agent: (options = {}) => wrapAgent(page.create_agent(jsModel, withContext(withModuleTools(options), eng)), !!(options.durable || options.store)),
+    /**
+     * Build an agent; the options are those of `aerix.Agent`, in camelCase where they differ.
+     * (`ref`: the id its handle goes by, handle.mjs; the worker passes the page's.)
+     */
+    agent: (options = {}, ref = newRef()) =>
+      wrapAgent(readable(page.create_agent)(jsModel, withContext(withModuleTools(withHandoffRefs(options)), eng), ref), !!(options.durable || options.store), ref),
     /** Run Python code in this runtime; its value as plain JavaScript (dicts as objects). */
     runPython: async (code) => plain(await pyodide.runPythonAsync(String(code))),
   };
@@ -108,15 +135,16 @@ function withModuleTools(options) {
 /**
  * An OpenAI-compatible server in place of the engine: reachable from this page (CORS
  * included) and what it serves, from `GET {baseUrl}/models`. The key is not kept here.
+ * @param {Record<string, any>} server boot's `engine` option: `{baseUrl, model, apiKey}`
  */
-async function openServer({ baseUrl, model, apiKey }) {
+async function openServer({ baseUrl, model, apiKey, headers }) {
   if (typeof model !== "string" || !model) {
     throw new Error("boot({ engine: { baseUrl, model } }) needs the name of a model the server serves");
   }
   const url = new URL(baseUrl, location.href).href.replace(/\/+$/, "");
   let response;
   try {
-    response = await fetch(`${url}/models`, { headers: apiKey ? { Authorization: `Bearer ${apiKey}` } : {} });
+    response = await fetch(`${url}/models`, { headers: { ...(headers ?? {}), ...(apiKey ? { Authorization: `Bearer ${apiKey}` } : {}) } });
   } catch (error) {
     throw new Error(`could not reach the server at ${url} (${error.message}): is it running, and does it allow this page's origin (CORS)?`);
   }
@@ -209,11 +237,43 @@ export function ending(events) {
   throw Object.assign(error, { reason, events });
 }
 
-function wrapAgent(agent, durable) {
+/**
+ * An agent handle's durable-run methods (agents made with `durable: true` or a `store`), over
+ * the Python agent `py` (wrapAgent's readable proxy).
+ * @param {any} py
+ */
+function durableMethods(py) {
+  return {
+    /** Create a run (or find the one with this idempotency key); `resume` runs it. Options: `{ runId, idempotencyKey, invoker, concurrencyKey }`. */
+    start(/** @type {string} */ prompt, /** @type {StartOptions} */ options) {
+      const { runId, idempotencyKey, invoker, concurrencyKey } = checked("start option(s)", options, START_OPTIONS);
+      return py.start(prompt, runId ?? null, idempotencyKey ?? null, invoker ?? null, concurrencyKey ?? null);
+    },
+    /** One run of the store (as `runs()` lists them), or null. */
+    getRun: (/** @type {string} */ runId) => py.get_run(runId),
+    /** Continue a run from its last checkpoint; a run already ended gives its ending. */
+    resume: (/** @type {string} */ runId, /** @type {{signal?: AbortSignal}} */ { signal } = {}) => events(py.resume(runId, signal ?? null)),
+    /** Answer a waiting run's approval (`approver`: who answers) and continue it. */
+    approve: (/** @type {string} */ runId, /** @type {string} */ approvalId, /** @type {boolean} */ approved, /** @type {ApproveOptions} */ { reason, signal, approver } = {}) =>
+      events(py.approve(runId, approvalId, approved, reason ?? null, signal ?? null, approver ?? null)),
+    /** Take no new run; the running one stops at its next checkpoint; resolves when none runs. */
+    drain: () => py.drain(),
+    /** Every run in the store, oldest first: `{id, prompt, status, approval, ending, ...}`. */
+    runs: () => py.runs(),
+    /** After a reload: runs left running are marked interrupted; returns those that can be resumed. */
+    recover: () => py.recover(),
+  };
+}
+
+/**
+ * The agent as JavaScript sees it, over the Python `PageAgent` (page.py); `ref` the id it goes by
+ * (handle.mjs). Exported for tests/js, which build one over a fake.
+ */
+export function wrapAgent(agent, durable, ref) {
   if (durable) durableAgents.add(agent);
   // every call into Python gives an aerix error as an Error named "AerixError" with its `kind`
   const py = new Proxy(agent, { get: (target, name) => (typeof target[name] === "function" ? readable((...args) => target[name](...args)) : target[name]) });
-  return {
+  const handle = {
     /** Resolves when the agent is built (at once here; in worker mode when the worker has built it). */
     ready: Promise.resolve(),
     /**
@@ -221,24 +281,20 @@ function wrapAgent(agent, durable) {
      * `{ invoker: {id, kind, name, permissions} }` says who starts it (tools see `ctx.invoker`).
      * `{ attachments: [File | Blob | {data, mediaType, filename}] }`: files kept as the run's first
      * artifacts (an `artifact` event each) and listed to the model after the prompt.
-     * A durable agent also takes `{ runId, idempotencyKey }`.
+     * A durable agent also takes `{ runId, idempotencyKey, concurrencyKey }` (runs that share a
+     * `concurrencyKey` execute one at a time; another is refused "busy"). Any other option is refused.
      */
-    run: (prompt, { signal, runId, idempotencyKey, invoker, attachments, source } = {}) =>
-      events(py.run(prompt, signal ?? null, runId ?? null, idempotencyKey ?? null, invoker ?? null, attachments ?? null, source ?? null)),
+    run(/** @type {string} */ prompt, /** @type {RunOptions} */ options) {
+      const { signal, runId, idempotencyKey, invoker, attachments, source, concurrencyKey } = checked("run option(s)", options, RUN_OPTIONS);
+      return events(py.run(prompt, signal ?? null, runId ?? null, idempotencyKey ?? null, invoker ?? null, attachments ?? null, source ?? null, concurrencyKey ?? null));
+    },
     /** Run to the ending: `{ text, thought, events }` on a final; otherwise throws with `reason` and `events`. */
     async ask(prompt, options = {}) {
       const all = [];
       for await (const ev of this.run(prompt, options)) all.push(ev);
       return ending(all);
     },
-    // -- durable runs (agents made with `durable: true` or a `store`) --
-    /** Create a run (or find the one with this idempotency key); `resume` runs it. */
-    start: (prompt, { runId, idempotencyKey, invoker } = {}) => py.start(prompt, runId ?? null, idempotencyKey ?? null, invoker ?? null),
-    /** Continue a run from its last checkpoint; a run already ended gives its ending. */
-    resume: (runId, { signal } = {}) => events(py.resume(runId, signal ?? null)),
-    /** Answer a waiting run's approval (`approver`: who answers) and continue it. */
-    approve: (runId, approvalId, approved, { reason, signal, approver } = {}) =>
-      events(py.approve(runId, approvalId, approved, reason ?? null, signal ?? null, approver ?? null)),
+    ...durableMethods(py),
     /**
      * An artifact of any of this agent's runs: `{ meta: {id, runId, mediaType, filename, size, sha256},
      * blob }`, the Blob of its bytes (`URL.createObjectURL(blob)` makes a download link). A missing
@@ -255,15 +311,9 @@ function wrapAgent(agent, durable) {
      * `{option: score}`: the model's probability of each option as the answer, summing to 1
      * (docs/agents.md, "Routing by scores"); the conversation is left as it was.
      */
-    choose: (question, options, { signal, topLogprobs } = {}) => py.choose(question, options, signal ?? null, topLogprobs ?? null),
+    choose: (/** @type {string} */ question, /** @type {string[]} */ options, /** @type {ChooseOptions} */ { signal, topLogprobs } = {}) => py.choose(question, options, signal ?? null, topLogprobs ?? null),
     /** The artifacts of one run, in put order (its attachments first). */
     artifacts: (runId) => py.artifacts(runId),
-    /** Take no new run; the running one stops at its next checkpoint; resolves when none runs. */
-    drain: () => py.drain(),
-    /** Every run in the store, oldest first: `{id, prompt, status, approval, ending, ...}`. */
-    runs: () => py.runs(),
-    /** After a reload: runs left running are marked interrupted; returns those that can be resumed. */
-    recover: () => py.recover(),
     reset: () => py.reset(),
     /**
      * Restore an exported conversation (`messages` as `agent.messages` gives them); a bad one
@@ -283,7 +333,16 @@ function wrapAgent(agent, durable) {
     get schema() {
       return py.schema();
     },
+    /**
+     * What this agent keeps between runs (Python's `agent.state`, aerix.agent_state): `get(key,
+     * fallback)`, `set`, `delete`, `load`, `tainted`, and `collection(name)`'s `list`, `get`,
+     * `upsert`, `remove`, `tainted`; each returns a promise (handle.mjs).
+     */
+    state: agentState((method, collection, args) => py.state(method, collection, args)),
+    /** This agent as a tool for another agent of the same `ai` (Python's `as_tool`): `{ trust }`. */
+    asTool: (name, description, options) => agentTool(handle, name, description, options),
     /** The Python agent (a PyProxy), for code that wants to reach into Python. */
     python: agent,
   };
+  return named(handle, ref);
 }

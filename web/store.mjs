@@ -128,11 +128,14 @@ function takeWebLock(lockName) {
 }
 
 /**
+ * The store aerix's Python side uses in the page (py/aerix/stores/indexeddb.py): one object of
+ * functions over one IndexedDB database.
  * @param {string} [name="aerix"] the IndexedDB database name
  */
 export function openStore(name = "aerix") {
   const ready = open(name);
-  async function tx(stores, mode, body) {
+  /** @type {Tx} */
+  const tx = async (stores, mode, body) => {
     const db = await ready;
     const t = db.transaction(stores, mode);
     const done = new Promise((resolve, reject) => {
@@ -143,9 +146,35 @@ export function openStore(name = "aerix") {
     const value = await body(t);
     await done;
     return value;
-  }
+  };
   return {
     name,
+    ...runMethods(tx),
+    ...leaseMethods(name, tx),
+    ...stateMethods(tx),
+    ...artifactMethods(tx),
+    /** Delete the database (tests, or a "forget everything" button). */
+    destroy: async () => {
+      for (const [lockName, { release }] of heldLocks) {
+        if (lockName.startsWith(`aerix-lease:${name}:`)) heldLocks.delete(lockName), release();
+      }
+      (await ready).close();
+      await request(indexedDB.deleteDatabase(name));
+    },
+  };
+}
+
+/**
+ * One transaction over `stores`: resolves with what `body` resolves with, once it has committed.
+ * @typedef {<T>(stores: string[], mode: IDBTransactionMode, body: (t: IDBTransaction) => Promise<T>) => Promise<T>} Tx
+ */
+
+/**
+ * The runs, each a row of JSON text with its revision.
+ * @param {Tx} tx
+ */
+function runMethods(tx) {
+  return {
     createRun: (json) =>
       tx(["runs"], "readwrite", async (t) => {
         const runs = t.objectStore("runs");
@@ -182,6 +211,16 @@ export function openStore(name = "aerix") {
         const all = await request(t.objectStore("runs").index("created_at").getAll());
         return all.sort((a, b) => a.created_at - b.created_at || (a.id < b.id ? -1 : 1)).map(readRow);
       }),
+  };
+}
+
+/**
+ * Leases (one holder at a time per name, with an expiry), backed by this tab's Web Locks.
+ * @param {string} name the database's name
+ * @param {Tx} tx
+ */
+function leaseMethods(name, tx) {
+  return {
     /**
      * Take the lease `lease` for `holder` until `expiresAt` if it is free (see Store in
      * py/aerix/stores/__init__.py); `now` is the caller's clock. Resolves to whether `holder` holds it now.
@@ -240,6 +279,15 @@ export function openStore(name = "aerix") {
       const { held = [] } = await navigator.locks.query();
       return held.some((lock) => lock.name === lockName) ? current : null;
     },
+  };
+}
+
+/**
+ * Effects (results kept once per key) and agents' states.
+ * @param {Tx} tx
+ */
+function stateMethods(tx) {
+  return {
     getEffect: (key) => tx(["effects"], "readonly", async (t) => (await request(t.objectStore("effects").get(key))) ?? null),
     /** Record an effect's result, if `holder` holds the lease `run:<runId>` (one transaction); resolves to whether it wrote. */
     putEffect: (key, result, runId, holder) =>
@@ -279,6 +327,15 @@ export function openStore(name = "aerix") {
           await request(items.put({ agent, key, seq: kept ? kept.seq : next++, json }));
         }
       }),
+  };
+}
+
+/**
+ * Artifacts: their meta as JSON text, their bytes as a Blob.
+ * @param {Tx} tx
+ */
+function artifactMethods(tx) {
+  return {
     /**
      * Keep an artifact (py/aerix/artifacts.py): its meta as JSON text, its bytes (a Uint8Array) as a
      * Blob of its media type. An id kept already is replaced in place: `seq`, the put order within
@@ -305,13 +362,5 @@ export function openStore(name = "aerix") {
         const all = await request(t.objectStore("artifacts").index("run_id").getAll(runId));
         return all.sort((a, b) => a.seq - b.seq).map((a) => a.meta);
       }),
-    /** Delete the database (tests, or a "forget everything" button). */
-    destroy: async () => {
-      for (const [lockName, { release }] of heldLocks) {
-        if (lockName.startsWith(`aerix-lease:${name}:`)) heldLocks.delete(lockName), release();
-      }
-      (await ready).close();
-      await request(indexedDB.deleteDatabase(name));
-    },
   };
 }

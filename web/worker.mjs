@@ -3,8 +3,8 @@
  * so the page's main thread only draws. aerix.mjs starts it for `boot({ worker: true })` and
  * speaks to it through rpc.mjs; what the page gets looks the same as in-page mode (remote.mjs).
  *
- * Handlers, called by the page: `boot`, `agent`, `agentCall`, `agentStream`, `engineChat`,
- * `runPython`, `interrupt`. A JS tool, hook or channel written in the page arrives as a function
+ * Handlers, called by the page: `boot`, `agent`, `agentCall`, `agentStream`, `agentState`,
+ * `engineChat`, `runPython`, `interrupt`. A JS tool, hook or channel written in the page arrives as a function
  * reference, so calling it runs it in the page (where the DOM is); a tool given as `{module}`
  * runs here.
  *
@@ -14,70 +14,88 @@
 import { connect } from "./rpc.mjs";
 import { bootHere, interruptDurable } from "./runtime.mjs";
 
-let ai = null;
-const agents = new Map(); // id -> the agent as runtime.mjs wraps it
-let nextAgent = 1;
-
 // methods of the agent facade the page may call, and which of them stream events
-const CALLS = new Set(["start", "artifact", "artifacts", "choose", "drain", "runs", "recover", "reset", "load", "reopen", "transcript", "interrupt"]);
+const CALLS = new Set(["start", "getRun", "artifact", "artifacts", "choose", "drain", "runs", "recover", "reset", "load", "reopen", "transcript", "interrupt"]);
 const STREAMS = new Set(["run", "resume", "approve"]);
 
-function agentOf(id) {
-  const agent = agents.get(id);
-  if (!agent) throw new Error(`no agent ${id} in the worker`);
-  return agent;
+/**
+ * The handlers the page calls, over `boot` (runtime.mjs's `bootHere`; tests/js give a fake one
+ * that builds agents over fakes of Python's).
+ */
+export function workerHandlers(boot = bootHere) {
+  let ai = null;
+  const agents = new Map(); // id -> the agent as runtime.mjs wraps it
+  let nextAgent = 1;
+
+  const agentOf = (id) => {
+    const agent = agents.get(id);
+    if (!agent) throw new Error(`no agent ${id} in the worker`);
+    return agent;
+  };
+  const built = () => {
+    if (!ai) throw new Error("the aerix worker is not booted yet");
+    return ai;
+  };
+
+  return {
+    async boot(options) {
+      if (ai) throw new Error("the aerix worker is booted already");
+      ai = await boot(options);
+      const info = ai.engine.info;
+      // the engine picks its prompt mode in the background: tell the page when it has
+      ai.engine.settled?.then((settled) => options.onInfo?.({ ...settled }));
+      // on an OpenAI-compatible server the engine is what openServer found: plain data
+      return { timings: ai.timings, info: info ? { ...info } : null, server: ai.engine.kind === "openai" ? { ...ai.engine } : null };
+    },
+
+    /** Build an agent under the id the page chose for it (`ref`, handle.mjs). */
+    agent(options, ref) {
+      const agent = built().agent(options, ref);
+      const id = nextAgent++;
+      agents.set(id, agent);
+      return { id, system: agent.system, schema: agent.schema, messages: agent.messages };
+    },
+
+    /** One of CALLS; the agent's messages come back with the value, so the page's copy stays current. */
+    async agentCall(id, method, args) {
+      if (!CALLS.has(method)) throw new Error(`agent has no method ${JSON.stringify(method)}`);
+      const agent = agentOf(id);
+      const value = await agent[method](...args);
+      return { value, messages: agent.messages };
+    },
+
+    /** One of STREAMS: its events, then the agent's messages as the stream's return value. */
+    async *agentStream(id, method, args) {
+      if (!STREAMS.has(method)) throw new Error(`agent has no method ${JSON.stringify(method)}`);
+      const agent = agentOf(id);
+      yield* agent[method](...args);
+      return { messages: agent.messages };
+    },
+
+    /** `agent.state.<method>(...args)`, or of `collection(name)`: handle.mjs's `agentState`, here. */
+    agentState(id, method, collection, args) {
+      const state = agentOf(id).state;
+      const target = collection === null ? state : state.collection(collection);
+      if (method === "collection" || !Object.hasOwn(target, method) || typeof target[method] !== "function") {
+        throw new Error(`agent.state has no method ${JSON.stringify(method)}`);
+      }
+      return target[method](...args);
+    },
+
+    engineChat(messages, options) {
+      return built().engine.chat(messages, options);
+    },
+
+    runPython(code) {
+      return built().runPython(code);
+    },
+
+    interrupt() {
+      interruptDurable();
+    },
+  };
 }
 
-function built() {
-  if (!ai) throw new Error("the aerix worker is not booted yet");
-  return ai;
-}
-
-const handlers = {
-  async boot(options) {
-    if (ai) throw new Error("the aerix worker is booted already");
-    ai = await bootHere(options);
-    const info = ai.engine.info;
-    // the engine picks its prompt mode in the background: tell the page when it has
-    ai.engine.settled?.then((settled) => options.onInfo?.({ ...settled }));
-    // on an OpenAI-compatible server the engine is what openServer found: plain data
-    return { timings: ai.timings, info: info ? { ...info } : null, server: ai.engine.kind === "openai" ? { ...ai.engine } : null };
-  },
-
-  agent(options) {
-    const agent = built().agent(options);
-    const id = nextAgent++;
-    agents.set(id, agent);
-    return { id, system: agent.system, schema: agent.schema, messages: agent.messages };
-  },
-
-  /** One of CALLS; the agent's messages come back with the value, so the page's copy stays current. */
-  async agentCall(id, method, args) {
-    if (!CALLS.has(method)) throw new Error(`agent has no method ${JSON.stringify(method)}`);
-    const agent = agentOf(id);
-    const value = await agent[method](...args);
-    return { value, messages: agent.messages };
-  },
-
-  /** One of STREAMS: its events, then the agent's messages as the stream's return value. */
-  async *agentStream(id, method, args) {
-    if (!STREAMS.has(method)) throw new Error(`agent has no method ${JSON.stringify(method)}`);
-    const agent = agentOf(id);
-    yield* agent[method](...args);
-    return { messages: agent.messages };
-  },
-
-  engineChat(messages, options) {
-    return built().engine.chat(messages, options);
-  },
-
-  runPython(code) {
-    return built().runPython(code);
-  },
-
-  interrupt() {
-    interruptDurable();
-  },
-};
-
-connect(self, handlers);
+// in a worker (not when tests/js import this module)
+const WorkerScope = /** @type {any} */ (globalThis).WorkerGlobalScope;
+if (WorkerScope !== undefined && self instanceof WorkerScope) connect(self, workerHandlers());

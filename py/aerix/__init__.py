@@ -14,9 +14,10 @@ from .compaction import Compaction
 from .durable import Decision, RunRecord
 from .engines.openai import OpenAIModel
 from .errors import AerixError
-from .events import Call, Compacted, End, Event, Final, FinalDelta, Interrupted, NewArtifact, Result, Retry, SubagentEvent, Taint, Text, Turn, Usage, Waiting
+from .events import Call, Compacted, End, Event, Final, FinalDelta, Handoff, Interrupted, NewArtifact, Result, Retry, SubagentEvent, Taint, Text, Turn, Usage, Waiting
 from .limits import Hooks, Limits
 from .model import Model
+from .page_options import js_tool
 from .tools import ContextKey, Tool, ToolContext, tool
 from .trust import Invoker, has_permission, require_tool_permission
 from .turn import parse_turn, system_message, turn_schema
@@ -40,6 +41,7 @@ __all__ = [
     "Event",
     "Final",
     "FinalDelta",
+    "Handoff",
     "Hooks",
     "Interrupted",
     "Invoker",
@@ -62,6 +64,7 @@ __all__ = [
     "Waiting",
     "console_channel",
     "has_permission",
+    "js_tool",
     "parse_turn",
     "require_tool_permission",
     "system_message",

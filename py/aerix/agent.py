@@ -8,7 +8,6 @@ lives in ``durable.py``. This module checks what the developer gives and delegat
 from __future__ import annotations
 
 import asyncio
-import re
 import time
 import weakref
 from contextlib import aclosing
@@ -20,23 +19,23 @@ from .artifacts import Artifact, ArtifactMemory, File, RunArtifacts, attachments
 from .durable import RunRecord, Runs
 from .channels import Channel, check_channels
 from .choose import choose as choose_among
-from .compaction import Compaction
-from .conversations import KeptConversation, conversation_from
+from .compaction import Compaction, check_prompt_room
+from .conversations import KeptConversation
 from .errors import AerixError
 from .events import End, Event, Final, Interrupted, Waiting
 from .limits import Hooks, Limits
 from .loop import Loop, Memory
 from .state import Conversation, LoopState
 from .stores import Store, check_store
-from .tools import ContextKey, Tool
-from .trust import Invoker, ToolPolicy, TrustFlag, policy_refusal
+from .handoffs import active_agent, check_description, load_conversation, set_handoffs
+from .tools import ContextKey, Tool, check_tools
+from .trust import Invoker, ToolPolicy, TrustFlag, check_agent_trust, policy_refusal
 from .output import Output
-from .turn import system_message, turn_schema
+from .turn import turn_schema
 from .turn_format import TurnFormat
 
 __all__ = ["Agent", "Answer"]
 
-_AGENT_NAME = re.compile(r"^[A-Za-z0-9_.\-]{1,64}$")
 _CLEAN_UP_TICKS = 20  # event-loop turns a new run waits for an abandoned run's clean-up
 _RESERVED = frozenset({"messages", "stream", "max_tokens", "response_format", "signal", "abortSignal", "constraint"})
 
@@ -70,7 +69,17 @@ class Agent:
     :mod:`aerix.compaction`). ``conversation_id`` (with a store): the conversation is kept there
     under this id, and a new Agent with the same id continues it (:mod:`aerix.conversations`).
     ``turn_format``: how a turn is written (a :class:`~aerix.turn_format.TurnFormat` or a dict).
+    ``handoffs``: Agents the model may hand the conversation to (a ``handoff_<name>`` tool each,
+    described by the target's ``description``; the run, and the next until ``reset()``, goes on
+    under the target: :mod:`aerix.handoffs`).
     """
+
+    tools: tuple[Tool, ...]  # these six: made by the handoffs setter (handoffs.set_handoffs)
+    system: str
+    schema: dict[str, Any] | None
+    handoff_tools: dict[str, Agent]  # tool name -> target
+    _by_name: dict[str, Tool]
+    _schemas: dict[frozenset[str], dict[str, Any]]  # turn schemas of narrowed tool sets
 
     def __init__(
         self,
@@ -84,7 +93,7 @@ class Agent:
         *,
         store: Any = None,
         clock: Callable[[], float] | None = None,
-        name: str = "agent",
+        name: str | None = None,
         tool_policy: ToolPolicy | None = None,
         on_tainted: str = "approve",
         state: dict[str, Any] | None = None,
@@ -95,12 +104,14 @@ class Agent:
         compaction: Compaction | str | dict[str, Any] | None = "model",
         conversation_id: str | None = None,
         turn_format: TurnFormat | dict[str, Any] | None = None,
+        handoffs: Sequence[Agent] = (),
+        description: str | None = None,
     ) -> None:
         if not callable(getattr(model, "chat", None)):
             raise AerixError("options", f"model must have a chat(messages, options) method, got {type(model).__name__}")
         if not isinstance(instructions, str):
             raise AerixError("options", f"instructions must be a string, got {type(instructions).__name__}")
-        self.tools = _check_tools(tools)
+        check_tools(tools)
         self.limits = Limits.of(limits)
         self.compaction = Compaction.of(compaction)
         self.hooks = Hooks.of(hooks)
@@ -111,33 +122,28 @@ class Agent:
             check_store(store)  # every method, and save_run/put_effect with revision and holder
         if clock is not None and not callable(clock):
             raise AerixError("options", "clock must be a function returning seconds")
-        _check_trust_options(name, tool_policy, on_tainted)
+        self.named, name = name is not None, "agent" if name is None else name  # a handoff target needs a name
+        check_agent_trust(name, tool_policy, on_tainted)
         self.name, self.tool_policy, self.on_tainted = name, tool_policy, on_tainted
         self.state = AgentState(name, state, store)  # agent.state and ctx.state (agent_state.py)
-        self.tools = _check_tools([*self.tools, *tools_for_state(self.state, state_tools)])
+        self._own_tools = check_tools([*tools, *tools_for_state(self.state, state_tools)])
+        self.description = check_description(description)
         self.context: dict[ContextKey, Any] = {}
         for key, value in (context or {}).items():
             self.provide(key, value)
         self.channels = check_channels(channels)  # name -> channel (channels.py)
-        self.model = model
-        self.instructions = instructions
-        self.constrain = constrain
-        self.store = store
+        self.model, self.instructions, self.constrain, self.store = model, instructions, constrain, store
         self.artifact_store: Any = store if store is not None else ArtifactMemory()  # artifacts.py; bounded, in memory without a store
         self.clock = clock or time.time
         self.output = Output.of(output)
         self.turn_format = TurnFormat.of(turn_format)
-        self.system = system_message(instructions, self.tools, self.output, self.turn_format)
-        self.schema = turn_schema(self.tools, self.output, self.turn_format) if constrain else None
-        self._by_name = {t.name: t for t in self.tools}
         self._runs = Runs(self, store) if store is not None else None
         self._running = False
         self._events: weakref.ref[Any] | None = None  # the event stream of the run going now
-        self._schemas: dict[frozenset[str], dict[str, Any]] = {}  # turn schemas of narrowed tool sets
         self.draining = False
         self._conversation = Conversation([])
         self._kept: KeptConversation | None = None
-        self.reset()
+        self.handoffs = handoffs
         if conversation_id is not None:
             self._kept = KeptConversation(store, name, conversation_id)  # conversations.py
 
@@ -155,6 +161,21 @@ class Agent:
 
     def tool_named(self, name: str) -> Tool:
         return self._by_name[name]
+
+    @property
+    def handoffs(self) -> tuple[Agent, ...]:
+        """The agents this one may hand the conversation to (:mod:`aerix.handoffs`); set them
+        after the targets exist (to close a cycle), before this agent's first run."""
+        return tuple(self.handoff_tools.values())
+
+    @handoffs.setter
+    def handoffs(self, targets: Sequence[Agent]) -> None:
+        set_handoffs(self, targets)  # the tools, the system message, the turn schema, the conversation
+
+    @property
+    def active(self) -> Agent:
+        """The agent the conversation is with: this one, or the handoff target it was handed to."""
+        return active_agent(self, self._conversation) or self
 
     def as_tool(self, name: str, description: str, trust: dict[str, TrustFlag] | None = None) -> Tool:
         """This agent as a tool for another: input ``{"task": str}``, result its final answer;
@@ -187,8 +208,8 @@ class Agent:
         return self._schemas[allowed]
 
     def reset(self) -> None:
-        """Forget the conversation (the system message stays), and without a store the artifacts
-        kept in memory (:mod:`aerix.artifacts`). A kept conversation
+        """Forget the conversation (the system message stays: this agent's, after a handoff), and
+        without a store the artifacts kept in memory (:mod:`aerix.artifacts`). A kept conversation
         (``conversation_id``) is forgotten in the store when the next run starts from this one."""
         self._claim_check("reset")
         self._conversation = Conversation([{"role": "system", "content": self.system}])
@@ -199,11 +220,12 @@ class Agent:
 
     async def load(self, messages: Sequence[dict[str, str]]) -> None:
         """Make ``messages`` (an export of :attr:`messages`) the conversation, checked: a
-        ``{role, content}`` list that starts with this agent's system message; anything else is
+        ``{role, content}`` list that starts with this agent's system message (or a handoff
+        target's it reaches: the conversation goes on with that one); anything else is
         ``AerixError(kind="options")`` naming what is wrong. With ``conversation_id`` it is kept
         in the store at once. See :mod:`aerix.conversations`."""
         self._claim_check("load")
-        conversation = conversation_from(messages, self.system)
+        conversation = load_conversation(self, messages)
         if self._kept is not None:
             await self._kept.write(conversation, None)
         self._conversation = conversation
@@ -214,7 +236,7 @@ class Agent:
         if self._kept is None:
             raise AerixError("options", "reopen reads a kept conversation: give the Agent store=... and conversation_id=...")
         self._claim_check("reopen")
-        self._conversation = await self._kept.read(self.system)
+        self._conversation = await self._kept.read(self)
         return self.messages
 
     def run(
@@ -235,8 +257,8 @@ class Agent:
         the run is durable (``run_id``, ``idempotency_key`` and ``concurrency_key`` as in
         :meth:`start`). ``attachments``: files, ``(data, media_type, filename)`` tuples or dicts,
         kept as the run's first artifacts and listed to the model after the prompt
-        (:mod:`aerix.artifacts`). ``source``: the channel the request came in on; tools reach it
-        as ``ctx.channels.source``."""
+        (:mod:`aerix.artifacts`). ``source``: the channel the request came in on (``ctx.channels.source``).
+        A prompt with no room in ``context_tokens`` is refused, ``options`` (:mod:`aerix.compaction`)."""
         _check_prompt(prompt)
         if source is not None and source not in self.channels:
             known = ", ".join(repr(n) for n in self.channels) or "none"
@@ -245,6 +267,8 @@ class Agent:
         prompt = attachments_note(prompt, files)
         who = Invoker.of(invoker)
         self._claim_check("run", abandoned_ok=True)
+        if self._kept is None or self._kept.loaded:  # else once the run has read it (durable/lifecycle.py)
+            check_prompt_room(self._conversation, prompt, self.active)  # the limits of the agent it goes to
         if self._runs is None:
             if run_id is not None or idempotency_key is not None or concurrency_key is not None:
                 raise AerixError("options", "run_id, idempotency_key and concurrency_key need a durable run: give the Agent a store")
@@ -255,7 +279,7 @@ class Agent:
     async def ask(self, prompt: str, signal: Any = None, *, invoker: Invoker | dict[str, Any] | None = None, attachments: Sequence[Any] | None = None) -> Answer:
         """Run to the ending. A final returns an :class:`Answer`; any other ending raises
         ``AerixError(kind="end")`` with its ``reason`` and ``events``."""
-        return await _answer(self.run(prompt, signal, invoker=invoker, attachments=attachments), self.output)
+        return await _answer(self.run(prompt, signal, invoker=invoker, attachments=attachments), self)
 
     async def choose(self, question: str, options: Sequence[str], signal: Any = None, *, top_logprobs: int = 20) -> dict[str, float]:
         """The model's probability of each option as the answer to ``question``, from the
@@ -315,6 +339,7 @@ class Agent:
         ``busy`` (try it again later)."""
         _check_prompt(prompt)
         _check_key(concurrency_key)
+        check_prompt_room(self._conversation, prompt, self.active)  # the limits of the agent it goes to
         return await self._durable().start(prompt, run_id, idempotency_key, Invoker.of(invoker), concurrency_key)
 
     def resume(self, run_id: str, signal: Any = None) -> AsyncGenerator[Event, None]:
@@ -386,13 +411,14 @@ class Agent:
         return self._runs
 
 
-async def _answer(stream: AsyncGenerator[Event, None], output: Output | None = None) -> Answer:
+async def _answer(stream: AsyncGenerator[Event, None], agent: Agent) -> Answer:
     events: list[Event] = []
     async with aclosing(stream) as s:
         async for ev in s:
             events.append(ev)
     last = events[-1]
     if isinstance(last, Final):
+        output = agent.active.output  # the answer's agent's: a handoff target's, after a handoff
         value = None if output is None or last.output is None else output.revive(last.output)
         return Answer(last.text, last.thought, events, value)
     if isinstance(last, Waiting):
@@ -403,15 +429,6 @@ async def _answer(stream: AsyncGenerator[Event, None], output: Output | None = N
     raise AerixError("end", f"the run ended without an answer ({last.reason}): {last.message}", reason=last.reason, events=events)
 
 
-def _check_trust_options(name: Any, tool_policy: Any, on_tainted: Any) -> None:
-    if not isinstance(name, str) or not _AGENT_NAME.fullmatch(name):
-        raise AerixError("options", f"name must be letters, digits, '_', '.' or '-' (it is a permission segment), got {name!r}")
-    if tool_policy is not None and not callable(tool_policy):
-        raise AerixError("options", "tool_policy must be a function (agent name, tool name, invoker) -> bool, e.g. require_tool_permission()")
-    if on_tainted not in ("approve", "deny"):
-        raise AerixError("options", f"on_tainted must be 'approve' or 'deny', got {on_tainted!r}")
-
-
 def _check_key(key: Any) -> None:
     if key is not None and (not isinstance(key, str) or not key):
         raise AerixError("options", f"concurrency_key must be a non-empty string or None, got {key!r}")
@@ -420,19 +437,6 @@ def _check_key(key: Any) -> None:
 def _check_prompt(prompt: Any) -> None:
     if not isinstance(prompt, str) or not prompt.strip():
         raise AerixError("options", f"prompt must be a non-empty string, got {prompt!r}")
-
-
-def _check_tools(tools: Any) -> tuple[Tool, ...]:
-    if isinstance(tools, Tool) or not isinstance(tools, (list, tuple)):
-        raise AerixError("options", f"tools must be a list of tools, got {type(tools).__name__}")
-    seen: set[str] = set()
-    for t in tools:
-        if not isinstance(t, Tool):
-            raise AerixError("options", f"tools must hold tools made with tool(), got {type(t).__name__}")
-        if t.name in seen:
-            raise AerixError("options", f"two tools are named {t.name!r}; tool names must be unique")
-        seen.add(t.name)
-    return tuple(tools)
 
 
 def _check_generation(generation: Any) -> dict[str, Any]:

@@ -77,14 +77,15 @@ def check_collections(spec: Any) -> dict[str, Any]:
 
 def models_from_field_maps(spec: Any) -> dict[str, Any]:
     """Collections given as flat field maps (the page's ``state: {todos: {id: {type: "string",
-    required: true}, ...}}``): a strict pydantic model for each."""
+    required: true}, ...}}``): a strict pydantic model for each, whose optional fields take
+    ``None`` (a field left out is kept as ``null``)."""
     if spec is None:
         return {}
     if not isinstance(spec, dict):
         raise AerixError("options", f"state must be an object of collection name -> field map, got {type(spec).__name__}")
     for name in spec:
         _check_name(name)
-    return {name: model_for(f"state_{name}", fields_from_map(f"state collection {name}", fields)) for name, fields in spec.items()}
+    return {name: model_for(f"state_{name}", fields_from_map(f"state collection {name}", fields), nullable=True) for name, fields in spec.items()}
 
 
 class AgentState:

@@ -3,7 +3,7 @@
     repeat guard → permission (tool_policy) → before_call hook → taint guard → run (an effect
     recorded once; interrupted by an abort, the run's timeout or the tool's own) → after_call
     hook → taint (a ``taint`` tool's result, or an ``as_tool`` sub-run's that met outside content:
-    ``Caller``) → cut to ``result_chars``
+    ``Caller``) → cut to ``result_chars``, and to the room the context has (``Loop.fit``)
 
 The repeat guard (``Limits.repeat_calls``) answers a call that repeats an earlier call of the
 run (same tool, equal input as canonical JSON) that succeeded with that call's result, and the
@@ -173,16 +173,17 @@ async def call_tool(loop: Loop, call: Call, live: LiveCall | None = None) -> Out
     in_row = seen.in_row + 1 if key == seen.last else 1
     if in_row > cap + 1:
         raise RepeatedCall(f"the model called {call.tool} with the same input {in_row} times in a row (Limits.repeat_calls is {cap})")
-    earlier = seen.answered.get(key)
+    handoff = call.tool in loop.agent.handoff_tools  # each handoff switches: never answered from an earlier one
+    earlier = None if handoff else seen.answered.get(key)
     if earlier is None:
         ran, events = await _call(loop, call, live)
     else:
         earlier_id, text = earlier
-        ran, events = call, [Result(call.id, call.tool, repeated_note(call.tool, earlier_id, text), False, earlier_id)]
+        ran, events = call, [loop.fit(Result(call.id, call.tool, repeated_note(call.tool, earlier_id, text), False, earlier_id), None)]
     result = events[-1]
     assert isinstance(result, Result)
     seen.last, seen.in_row = key, in_row  # only now: a call that stopped midway is not counted
-    if earlier is None and not result.error:
+    if earlier is None and not result.error and not handoff:
         seen.answered[key] = (call.id, result.text)
     return ran, events
 
@@ -241,7 +242,7 @@ async def _call(loop: Loop, call: Call, live: LiveCall | None) -> Outcome:
         if (taints or caller.tainted or reads.found is not None) and loop.conversation.taint is None:  # from outside: tainted before the model sees it
             loop.conversation.taint = {"source": tool.name, "at": call.id}
             events.append(Taint(tool.name, call.id))
-        return call, events + [_cut(result, loop.limits.result_chars)]
+        return call, events + [loop.fit(result, loop.limits.result_chars)]
     finally:
         reads.close()
         if signal is not loop.signal:
@@ -301,10 +302,3 @@ async def _run(loop: Loop, tool: Tool, call: Call, ctx: ToolContext) -> tuple[st
         if timer is not None:
             timer.cancel()
     return text, error
-
-
-def _cut(result: Result, cap: int | None) -> Result:
-    if cap is None or len(result.text) <= cap:
-        return result
-    cut = f"{result.text[:cap]}\n[cut: the result was {len(result.text)} characters; this is the first {cap}]"
-    return Result(result.id, result.tool, cut, result.error)

@@ -13,7 +13,8 @@ bytes per token). When the prompt would leave less than ``Limits.max_tokens`` of
 - **kept verbatim**: the system message, and the last ``keep_turns`` turns (a turn is one reply
   of the model with what followed it: its calls' results, a note, the next prompt), with the
   prompt that led to the first of them unless that would part a call from its result. Fewer
-  turns when those leave no room, the last one at least; for the model's summary, more when its
+  turns when those leave no room: the last one, then the last one without the prompt before
+  it, then (at a run's start) the new prompt alone; for the model's summary, more when its
   request would not fit otherwise.
 - **replaced** by one user message: every older message, an earlier summary included. With
   ``method="model"`` the model writes the summary in one generation under
@@ -23,40 +24,41 @@ bytes per token). When the prompt would leave less than ``Limits.max_tokens`` of
   turns. With ``method="digest"``, or when the summary fails, is cut (it stopped at its cap, or
   ran past it: the engine counted more tokens than the cap or, counting none, its text is
   longer than the cap at 8 bytes a token) or does not read, a deterministic digest
-  (:func:`digest`): every user message verbatim, calls, results and answers shortened or, when
-  even that does not fit, left out (then the ``compact`` event says ``method: "digest"`` and
-  why, in ``note``).
+  (:mod:`aerix.digest`): the user's messages verbatim, calls, results and answers shortened or,
+  when even that does not fit, left out; when the user's messages alone do not fit, the oldest
+  of them are left out, as few as fit, and a first line says how many (then the ``compact``
+  event says ``method: "digest"`` and, when the summary failed, why, in ``note``).
 
 From there the conversation is append-only again, so the engine's prefix cache works after one
-generation. When no cut can make room the run ends ``context``; before the engine has counted
+generation. Nothing one message brings can make a chat too long for good: a prompt with no
+room in the context is refused before it is added (:func:`check_prompt_room`, an ``options``
+error naming the sizes), and a tool result is cut to the room there is (:func:`fit_result`,
+with the note ``result_chars`` adds), so compaction can always keep the last turn. When it
+still cannot (a reply far past ``max_tokens``, a system message that leaves no room) the run
+ends ``context``, its message naming what takes the room; before the engine has counted
 anything, the generation goes ahead instead (the estimate may be wrong: the engine decides).
 """
 
 from __future__ import annotations
 
-import json
-import math
-import re
 from contextlib import aclosing
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, AsyncGenerator, Iterable, Literal
 
 from .errors import AerixError, describe
-from .events import Compacted, End, Event, Usage
+from .events import Compacted, End, Event, Result, Usage
+from .digest import COMPACTED_HEAD, DIGEST_HEAD, SUMMARY_HEAD, digest, droppable, reply_object
+from .sizes import _MAX_BYTES_PER_TOKEN, BYTES_PER_TOKEN, _prefix_tokens, _rate, _span, estimate, prompt_tokens
 from .state import Conversation, utf8_size
 from .streams import Stream, usage_of
-from .turn import nests_too_deep
+from .turn import cut_result, neutralise, results_message
 
 if TYPE_CHECKING:
     from .limits import Limits
     from .loop import Loop
 
-__all__ = ["BYTES_PER_TOKEN", "COMPACTED_HEAD", "Compaction", "SUMMARY_ASK", "SUMMARY_SCHEMA", "compact", "digest", "estimate", "prompt_tokens", "reply_object"]
+__all__ = ["BYTES_PER_TOKEN", "COMPACTED_HEAD", "Compaction", "SUMMARY_ASK", "SUMMARY_SCHEMA", "check_prompt_room", "compact", "digest", "estimate", "fit_result", "prompt_tokens", "reply_object"]
 
-BYTES_PER_TOKEN = 2.0  # before the engine's first count: fewer than prose or JSON take in common tokenizers
-_MARGIN = 0.8  # what the engine has not counted yet is taken at 80 % of its measured bytes per token
-_PER_MESSAGE = 8  # the chat template's own tokens around a message
-_MAX_BYTES_PER_TOKEN = 8  # the most bytes of text a token is taken to hold (state.Conversation.measure's bound too)
 _DETAIL = (400, 100, 0)  # a digest's characters per input, result and answer (0: none): the first that fits
 
 SUMMARY_SCHEMA: dict[str, Any] = {
@@ -73,11 +75,7 @@ SUMMARY_ASK = (
 )
 """The user message that asks for the summary, after the messages it replaces."""
 
-# the start of the message that stands for the compacted turns (conversations.transcript skips it)
-COMPACTED_HEAD = _HEAD = "Earlier in this conversation (compacted to make room): "
-_SUMMARY_HEAD = _HEAD + "your summary of it.\n\n"
-_DIGEST_HEAD = _HEAD + 'a digest, a JSON object a line ("length": the characters before it was shortened).\n\n'
-_NOTE = re.compile(r"Your last turn was (refused \(.*\)\. Answer with one JSON object that follows the turn contract|cut off at \d+ tokens before it ended\. Write a shorter turn)\.", re.S)
+_SUMMARY_HEAD, _DIGEST_HEAD = SUMMARY_HEAD, DIGEST_HEAD  # the names the tests know
 
 Method = Literal["model", "digest"]
 
@@ -126,48 +124,6 @@ class Compaction:
         return self.summary_tokens or max(1, min(limits.max_tokens, limits.context_tokens // 4))
 
 
-# -- sizes -------------------------------------------------------------------------------------
-
-
-def estimate(messages: list[dict[str, str]], bytes_per_token: float = BYTES_PER_TOKEN) -> int:
-    """Tokens ``messages`` take in a prompt, estimated at ``bytes_per_token``."""
-    return sum(math.ceil(utf8_size(m["content"]) / bytes_per_token) + _PER_MESSAGE for m in messages)
-
-
-def prompt_tokens(conversation: Conversation) -> int:
-    """The next prompt's tokens: the engine's latest count, and an estimate of what came after."""
-    m = conversation.measured
-    if m is None:
-        return estimate(conversation.messages)
-    return m.tokens + estimate(conversation.messages[m.messages :], _rate(conversation))
-
-
-def _span(conversation: Conversation, start: int, end: int) -> int:
-    """The tokens of ``messages[start:end]`` in a prompt: what the engine counted at its measured
-    bytes per token, what came after as :func:`prompt_tokens` estimates it."""
-    m, messages = conversation.measured, conversation.messages
-    split = start if m is None else min(max(m.messages, start), end)
-    counted = 0 if m is None else estimate(messages[start:split], m.bytes_per_token)
-    return counted + estimate(messages[split:end], _rate(conversation))
-
-
-def _prefix_tokens(conversation: Conversation, cut: int) -> int:
-    """The tokens of the first ``cut`` messages: the engine's count less what it counted after
-    them (at its measured rate: a central estimate, for the summary request, whose failure
-    only costs the digest), or an estimate past the count."""
-    m, messages = conversation.measured, conversation.messages
-    if m is None or m.messages == 0:
-        return estimate(messages[:cut], _rate(conversation))
-    if cut <= m.messages:
-        return max(0, m.tokens - estimate(messages[cut : m.messages], m.bytes_per_token))
-    return m.tokens + estimate(messages[m.messages : cut], _rate(conversation))
-
-
-def _rate(conversation: Conversation) -> float:
-    m = conversation.measured
-    return BYTES_PER_TOKEN if m is None else m.bytes_per_token * _MARGIN
-
-
 # -- the phase ---------------------------------------------------------------------------------
 
 
@@ -201,11 +157,11 @@ async def compact(loop: Loop) -> AsyncGenerator[Event, None]:
             if loop.stop is not None:
                 return
     if made is None:
-        cuts = _cuts(conv.messages, range(how.keep_turns, 0, -1))
+        cuts = _digest_cuts(conv.messages, how.keep_turns)
         method, made = "digest", _digest_that_fits(conv, cuts, window - fixed)
     if made is None:
         if conv.measured is not None:  # the engine's count, not a guess, says it cannot fit
-            loop.stop = End("context", _no_room(before, limits))
+            loop.stop = End("context", _no_room(conv, max(cuts, default=1), limits))
         return
     cut, text = made
     dropped = sum(1 for m in conv.messages[1:cut] if m["role"] == "assistant")
@@ -215,11 +171,39 @@ async def compact(loop: Loop) -> AsyncGenerator[Event, None]:
     yield Compacted(dropped, before, after, method, note)
 
 
-def _no_room(before: int, limits: Limits) -> str:
+def _no_room(conv: Conversation, cut: int, limits: Limits) -> str:
+    """Why no compaction makes room, truthfully: what compaction must keep whole (from ``cut``:
+    the last turn), part by part, against what the system message, the least compaction's
+    message and the reply leave for it."""
+    window, messages = limits.context_tokens, conv.messages
+    system, head = _span(conv, 0, 1), _least_head(conv, cut)
+    parts = [(_kind(messages, i), _span(conv, i, i + 1)) for i in range(cut, len(messages))]
+    left = (window or 0) - system - head - limits.max_tokens
+    largest = max(parts, key=lambda p: p[1], default=None)
+    if left <= 0 or largest is None:
+        culprit = "the system message, the least a compaction leaves of the earlier turns and the reply take all of it"
+    else:
+        culprit = f"{largest[0]} takes about {largest[1]} tokens"
+    kept = ", ".join(f"{what} about {n}" for what, n in parts)
     return (
-        f"the conversation does not fit in the context: its prompt takes about {before} tokens and the reply "
-        f"{limits.max_tokens} of {limits.context_tokens}, and compaction cannot make room (the last turn alone is too long)"
+        f"the conversation does not fit in the context ({window} tokens): {culprit}. Compaction keeps the last turn whole ({kept}), "
+        f"and the system message (about {system}), the least a compaction leaves of the turns before it ({head}) and the reply "
+        f"(max_tokens {limits.max_tokens}) leave {max(left, 0)} for it"
     )
+
+
+def _kind(messages: list[dict[str, str]], i: int) -> str:
+    m = messages[i]
+    if m["role"] == "assistant":
+        return "the model's reply"
+    if i == 1 and m["content"].startswith(COMPACTED_HEAD):
+        return "an earlier compaction's message"
+    before = messages[i - 1] if i > 0 else {"role": "user", "content": ""}
+    if before["role"] == "assistant" and isinstance(reply_object(before["content"]).get("calls"), list):
+        return "the tool results"
+    if before["role"] == "assistant" and "final" not in reply_object(before["content"]):
+        return "the note on a refused turn"
+    return "the prompt"
 
 
 def _summary_plan(conv: Conversation, how: Compaction, limits: Limits, fixed: int) -> tuple[int, int] | str:
@@ -255,23 +239,20 @@ def _cuts(messages: list[dict[str, str]], keeps: Iterable[int]) -> list[int]:
     return out
 
 
+def _digest_cuts(messages: list[dict[str, str]], keep_turns: int) -> list[int]:
+    """The digest's cuts, most kept first: :func:`_cuts` from ``keep_turns`` down to 1, then
+    the last reply without its prompt, then (when the conversation ends in a message the loop
+    may cut before, a prompt) that message alone. Each replaces at least one message."""
+    replies = [i for i, m in enumerate(messages) if m["role"] == "assistant"]
+    tight = [replies[-1]] if replies else []
+    last = len(messages) - 1
+    alone = [last] if messages[last]["role"] == "user" and _may_cut_before(messages, last) else []
+    return sorted({c for c in [*_cuts(messages, range(keep_turns, 0, -1)), *tight, *alone] if c >= 2})
+
+
 def _may_cut_before(messages: list[dict[str, str]], i: int) -> bool:
     before = messages[i - 1]
     return before["role"] != "assistant" or "final" in reply_object(before["content"])
-
-
-def reply_object(text: str) -> dict[str, Any]:
-    """An assistant message as a turn's JSON object, or ``{}`` when it does not read as one."""
-    body = text.strip()
-    if body.startswith("```") and body.endswith("```") and "\n" in body:
-        body = body[body.index("\n") + 1 : -3]
-    if nests_too_deep(body):
-        return {}
-    try:
-        data = json.loads(body)
-    except ValueError:
-        return {}
-    return data if isinstance(data, dict) else {}
 
 
 def _head(text: str) -> dict[str, str]:
@@ -338,91 +319,102 @@ def _over_cap(text: str, done: dict[str, Any], cap: int) -> str | None:
     return None
 
 
-# -- the digest --------------------------------------------------------------------------------
+# -- the digest (digest.py writes it) ----------------------------------------------------------
 
 
 def _digest_that_fits(conv: Conversation, cuts: list[int], room: int) -> tuple[int, str] | None:
-    """The first cut and digest, most kept and most detail first, that fit in ``room`` tokens."""
+    """The first cut and digest that fit in ``room`` tokens: every user message kept, most
+    kept turns and most detail first; else, most kept turns first, the fewest of the oldest
+    user messages dropped."""
+    rate, end = _rate(conv), len(conv.messages)
+
+    def fits(cut: int, text: str) -> bool:
+        return _span(conv, cut, end) + estimate([_head(text)], rate) <= room
+
     for cut in cuts:
-        kept = _span(conv, cut, len(conv.messages))
         for detail in _DETAIL:
-            text = _DIGEST_HEAD + digest(conv.messages[1:cut], detail)
-            if kept + estimate([_head(text)], _rate(conv)) <= room:
+            text = DIGEST_HEAD + digest(conv.messages[1:cut], detail)
+            if fits(cut, text):
                 return cut, text
+    for cut in cuts:  # dropping a line shrinks the digest (its note grows a digit at most): bisect
+        low, high = 1, droppable(conv.messages[1:cut])
+        if high == 0 or not fits(cut, DIGEST_HEAD + digest(conv.messages[1:cut], 0, high)):
+            continue
+        while low < high:
+            mid = (low + high) // 2
+            low, high = (low, mid) if fits(cut, DIGEST_HEAD + digest(conv.messages[1:cut], 0, mid)) else (mid + 1, high)
+        return cut, DIGEST_HEAD + digest(conv.messages[1:cut], 0, low)
     return None
 
 
-def digest(messages: list[dict[str, str]], detail: int) -> str:
-    """The messages (those after the system message) as JSON lines: ``{"user": text}`` for every
-    user message, verbatim; ``{"call": tool, "input": ...}``, ``{"id", "tool", "result"}`` and
-    ``{"answer": text}`` cut to ``detail`` characters (``"length"``: how many there were), or
-    left out at ``detail`` 0; an earlier digest's lines cut the same way, an earlier summary as
-    ``{"summary": text}``; a refused turn and its note left out."""
-    entries: list[dict[str, Any]] = []
-    reply: dict[str, Any] = {}
-    said: list[dict[str, Any]] = []  # the latest reply's entries, kept unless a note refuses it
-    for i, m in enumerate(messages):
-        text = m["content"]
-        if m["role"] == "assistant":
-            entries += said
-            reply = reply_object(text)
-            calls, final = reply.get("calls"), reply.get("final")
-            if isinstance(calls, list):
-                said = [{"call": c.get("tool"), "input": c.get("input", {})} for c in calls if isinstance(c, dict)]
-            else:
-                said = [] if final is None else [{"answer": final if isinstance(final, str) else json.dumps(final, ensure_ascii=False)}]
-            continue
-        results = _results(text) if isinstance(reply.get("calls"), list) else None
-        reply = {}
-        if _NOTE.fullmatch(text):
-            said = []
-            continue
-        entries += said
-        said = []
-        if i == 0 and text.startswith(_DIGEST_HEAD):  # an earlier compaction's message comes first
-            entries += _entries(text[len(_DIGEST_HEAD) :])
-        elif i == 0 and text.startswith(_SUMMARY_HEAD):
-            entries.append({"summary": text[len(_SUMMARY_HEAD) :]})
-        elif results is not None:
-            entries += [{"id": r.get("id"), "tool": r.get("tool"), "result": str(r.get("result"))} for r in results]
-        else:
-            entries.append({"user": text})
-    kept = (_cut(e, detail) for e in entries + said)
-    return "\n".join(json.dumps(e, ensure_ascii=False) for e in kept if e is not None)
+def _least_head(conv: Conversation, cut: int) -> int:
+    """The tokens of the smallest compaction's message for ``messages[1:cut]``: a digest that
+    drops every line it can (none when there is nothing to replace)."""
+    if cut < 2:
+        return 0
+    replaced = conv.messages[1:cut]
+    return estimate([_head(DIGEST_HEAD + digest(replaced, 0, droppable(replaced)))], _rate(conv))
 
 
-def _entries(body: str) -> list[dict[str, Any]]:
-    """An earlier digest's entries (a line that does not read is kept as a user's, to lose nothing)."""
-    out = []
-    for line in body.split("\n"):
-        entry = reply_object(line)
-        out.append(entry if entry else {"user": line})
-    return out
+# -- what is refused or cut so that it fits ----------------------------------------------------
 
 
-def _cut(entry: dict[str, Any], detail: int) -> dict[str, Any] | None:
-    """``entry`` with its result, answer or input cut to ``detail`` characters; at 0, only the
-    user's messages and summaries stay."""
-    if "user" in entry or "summary" in entry:
-        return entry
-    if detail == 0:
-        return None
-    out = dict(entry)
-    if "input" in out and not isinstance(out["input"], str):
-        shown = json.dumps(out["input"], ensure_ascii=False)
-        if len(shown) > detail:
-            out["input"] = shown[:detail] + "…"
-    for key in ("result", "answer"):
-        text = out.get(key)
-        if isinstance(text, str) and len(text) > detail:
-            out.setdefault("length", len(text))
-            out[key] = text[:detail] + "…"
-    return out
+def check_prompt_room(conv: Conversation, prompt: str, agent: Any) -> None:
+    """Refuse ``prompt`` (``AerixError(kind="options")``, naming the sizes) as the next prompt of
+    ``conv`` for ``agent`` (the agent it goes to: its limits and compaction) when it is what cannot fit: the conversation with it does not fit in
+    ``context_tokens``, and it does not either with only the system message, the least a
+    compaction leaves of the conversation before it (a digest that drops every line it can) and
+    the reply, as the compact phase sizes them, though those leave some room. Before the
+    engine's first count, at 8 bytes a token (the fewest tokens it can take: only a prompt sure
+    not to fit is refused; the engine decides the rest)."""
+    limits, how = agent.limits, agent.compaction
+    window = limits.context_tokens
+    if how is None or window is None:
+        return
+    sure = conv.measured is not None
+    rate = _rate(conv) if sure else float(_MAX_BYTES_PER_TOKEN)
+    need = estimate([{"content": neutralise(prompt)}], rate)
+    if sure and prompt_tokens(conv) + need + limits.max_tokens <= window:
+        return
+    system = _span(conv, 0, 1) if sure else estimate(conv.messages[:1], rate)
+    head = _least_head(conv, len(conv.messages)) if sure else 0
+    room = window - limits.max_tokens - system - head
+    if need <= room or room <= 0:  # no room for any prompt: the run ends `context` and says why
+        return
+    about = f"about {need} tokens" if sure else f"at least {need} tokens (at {_MAX_BYTES_PER_TOKEN} bytes a token, the most a token holds)"
+    besides = f", about {head} for the least a compaction leaves of the conversation" if head else ""
+    raise AerixError(
+        "options",
+        f"the prompt is too long for the context: it takes {about} and {room} tokens are left for it "
+        f"(Limits.context_tokens {window}, less {limits.max_tokens} for the reply, about {system} for the system message{besides}); "
+        "shorten it or send it in parts, or raise context_tokens",
+    )
 
 
-def _results(text: str) -> list[dict[str, Any]] | None:
-    data = reply_object(text)
-    results = data.get("results")
-    if set(data) != {"results"} or not isinstance(results, list) or not all(isinstance(r, dict) for r in results):
-        return None
-    return results
+def fit_result(loop: Loop, result: Result, chars: int | None) -> Result:
+    """``result`` cut to ``chars`` characters (``Limits.result_chars``; ``None``: not), and
+    further to what fits: the system message, the least compaction's message, the turn's reply,
+    its results so far and this one, and the reply, in ``context_tokens``, as the compact phase
+    sizes them (so compaction can always make room for the turn); the note
+    (:func:`~aerix.turn.cut_result`) names the result's whole length. The fit only on the
+    engine's count (before it, the engine decides)."""
+    text = result.text
+    cut = text if chars is None or len(text) <= chars else cut_result(text, chars)
+    how, limits, conv, pending = loop.agent.compaction, loop.limits, loop.conversation, loop.state.pending
+    window = limits.context_tokens
+    if how is not None and window is not None and conv.measured is not None and pending is not None:
+        reply = max(i for i, m in enumerate(conv.messages) if m["role"] == "assistant")
+        fixed = _span(conv, 0, 1) + _least_head(conv, reply) + _span(conv, reply, len(conv.messages)) + limits.max_tokens
+        done = [(r.id, r.tool, r.text) for r in pending.results]
+
+        def fits(shown: str) -> bool:
+            message = neutralise(results_message([*done, (result.id, result.tool, shown)], pending.note))
+            return fixed + estimate([{"content": message}], _rate(conv)) <= window
+
+        if not fits(cut):
+            low, high = 0, min(len(text), chars or len(text)) - 1  # the most characters that fit, by bisection
+            while low < high:
+                mid = (low + high + 1) // 2
+                low, high = (mid, high) if fits(cut_result(text, mid)) else (low, mid - 1)
+            cut = cut_result(text, low)
+    return result if cut == text else Result(result.id, result.tool, cut, result.error, result.repeat_of)

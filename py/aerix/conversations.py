@@ -29,14 +29,18 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .compaction import COMPACTED_HEAD, SUMMARY_ASK, reply_object
 from .durable.book import use_store
 from .durable.record import RunRecord
 from .errors import AerixError
+from .handoffs import active_agent
 from .state import Conversation, Pending
 from .turn import neutralise, results_message
+
+if TYPE_CHECKING:
+    from .agent import Agent
 
 __all__ = ["KeptConversation", "VERSION", "conversation_from", "transcript"]
 
@@ -61,14 +65,17 @@ class KeptConversation:
     def __repr__(self) -> str:
         return f"KeptConversation({self.id!r})"
 
-    async def read(self, system: str) -> Conversation:
-        """The conversation as the store has it (only ``system`` if it has none yet)."""
+    async def read(self, home: Agent) -> Conversation:
+        """The conversation as the store has it (only ``home``'s system message if it has none
+        yet); it is ``home``'s, or a handoff target's that ``home`` reaches (``handoffs.py``)."""
         record = await use_store("get_state", lambda: self.store.get_state(self.key), (dict, type(None)))
         if record is None:
-            conversation = Conversation([{"role": "system", "content": system}])
+            conversation = Conversation([{"role": "system", "content": home.system}])
         else:
             conversation = await self._latest(record)
-            if conversation.messages[0]["content"] != system:
+            if conversation.agent is not None and active_agent(home, conversation) is None:
+                raise AerixError("options", f"conversation {self.id!r} was handed to the agent {conversation.agent!r}, which the handoffs of {home.name!r} do not reach (or it has other instructions or tools)")
+            if active_agent(home, conversation) is None:
                 raise AerixError("options", f"conversation {self.id!r} was kept by an agent with other instructions or tools (or turn format); continue it with the same ones")
         self.loaded = True
         return conversation

@@ -8,7 +8,7 @@ is written), one ``usage``; then either ``retry`` (the turn was
 refused), or ``turn`` followed by ``call``/``result`` per call (an ``artifact`` per file the call kept,
 then a ``taint`` before the first result from outside; a call of an agent as a tool,
 ``as_tool``, has its sub-run's events, each wrapped in a ``subagent`` event, between its ``call``
-and its ``result``); a run with attachments starts with their
+and its ``result``; after a handoff call's result, a ``handoff``); a run with attachments starts with their
 ``artifact`` events; before a generation whose prompt would not leave room, a ``compact``
 (after its summary generation's ``usage``, when the model wrote the summary); and finally **exactly one ending**: ``final`` or ``end``. A durable run may
 instead stop at a ``waiting`` event (an approval is pending) or an ``interrupted`` one (the agent
@@ -28,6 +28,7 @@ __all__ = [
     "Event",
     "Final",
     "FinalDelta",
+    "Handoff",
     "Interrupted",
     "NewArtifact",
     "Result",
@@ -253,6 +254,17 @@ class Taint(_EventBase):
 
 
 @dataclass(frozen=True)
+class Handoff(_EventBase):
+    """The conversation was handed from the agent ``source`` to the agent ``target``
+    (``Agent(handoffs=...)``, ``aerix.handoffs``): after the handoff call's ``call`` and
+    ``result``, the run goes on under the target's instructions, tools and limits."""
+
+    source: str
+    target: str
+    type: Literal["handoff"] = field(default="handoff", init=False)
+
+
+@dataclass(frozen=True)
 class Interrupted(_EventBase):
     """A durable run stopped at a checkpoint without an ending (``Agent.drain``): resume it later.
 
@@ -280,11 +292,11 @@ class SubagentEvent(_EventBase):
     type: Literal["subagent"] = field(default="subagent", init=False)
 
 
-Event = Union[Text, FinalDelta, Usage, Compacted, Turn, Call, NewArtifact, Taint, Result, Retry, SubagentEvent, Waiting, Interrupted, Final, End]
+Event = Union[Text, FinalDelta, Usage, Compacted, Turn, Call, NewArtifact, Taint, Result, Handoff, Retry, SubagentEvent, Waiting, Interrupted, Final, End]
 
 
 _BY_TYPE: dict[str, type] = {
-    c.type: c for c in (Text, FinalDelta, Usage, Compacted, Turn, Call, NewArtifact, Taint, Result, Retry, SubagentEvent, Waiting, Interrupted, Final, End)
+    c.type: c for c in (Text, FinalDelta, Usage, Compacted, Turn, Call, NewArtifact, Taint, Result, Handoff, Retry, SubagentEvent, Waiting, Interrupted, Final, End)
 }
 
 

@@ -194,16 +194,21 @@ def _check_enum(where: str, kind: str, enum: Any) -> tuple[Any, ...] | None:
     return tuple(enum)
 
 
-def model_for(name: str, fields: dict[str, Field]) -> Any:
+def model_for(name: str, fields: dict[str, Field], *, nullable: bool = False) -> Any:
+    """A strict pydantic model of the fields; an optional field left out is ``None`` unless it
+    has a default. A tool's input (``nullable=False``) refuses an explicit ``null`` there, as its
+    schema does; a state document (``nullable=True``) takes it, since its dump keeps a field left
+    out as ``null`` and must read back."""
     from pydantic import ConfigDict, create_model
 
     defs: dict[str, Any] = {}
     for key, f in fields.items():
         py: Any = Literal[f.enum] if f.enum is not None else FIELD_TYPES[f.type]
+        default = None if f.default is NO_DEFAULT else f.default
         if f.required:
             defs[key] = (py, ...)
         else:
-            defs[key] = (py, None if f.default is NO_DEFAULT else f.default)
+            defs[key] = (py | None if nullable and default is None else py, default)
     # strict: the model's JSON must have the declared types ("3" is not an integer)
     config = ConfigDict(extra="forbid", strict=True)
     return create_model(f"{name}_input", __config__=config, **defs)

@@ -37,7 +37,8 @@ class Limits:
       resets the count); checked after each refused turn (ending ``end`` reason ``retries``).
     - ``max_tokens``: the cap sent to the engine for each generation.
     - ``result_chars``: a tool result longer than this is cut to it before the model sees it,
-      with a note giving its full length. ``None``: never cut.
+      with a note giving its full length. ``None``: never cut. With ``context_tokens`` a result
+      is also cut to the room the context has for it (:func:`aerix.compaction.fit_result`).
     - ``timeout_s``: seconds the run may spend running (waiting for an approval or a dead page
       does not count; a resumed run keeps counting from its checkpoint); checked before each
       generation, on each streamed delta and before each tool call, and interrupts a hung
@@ -56,7 +57,8 @@ class Limits:
     - ``context_tokens``: the engine's context window (prompt and reply). Before each generation
       whose prompt would leave less than ``max_tokens`` of it, the conversation is compacted as
       ``Agent(compaction=...)`` says (:mod:`aerix.compaction`); when even that cannot make room,
-      the run ends ``context``. ``None``, or ``compaction=None``: never checked.
+      the run ends ``context``. A prompt that cannot fit is refused (``options``) before it is
+      added. ``None``, or ``compaction=None``: never checked.
     """
 
     turns: int | None = 8

@@ -3,6 +3,9 @@
     limits → compact → generate → parse → calls → checkpoint → ending
                                     ↘ final → on_final hook ↗
 
+``agent`` is the Agent the run is of (``home``) or the handoff target the conversation was
+handed to (``handoffs.py``: a handoff call switches it in the calls phase).
+
 :meth:`Loop.events` is the whole loop; each phase is one method with one job, and every phase
 that changes the conversation or the state ends in a checkpoint (a no-op without a store). A
 new feature lands inside one phase.
@@ -27,10 +30,11 @@ from .abort import Abort
 from .artifacts import RunArtifacts
 from .calls import LiveCall, RepeatedCall, StepInterrupted, until_aborted
 from .channels import Channels
-from .compaction import compact
+from .compaction import compact, fit_result
 from .errors import AerixError, describe
 from .events import Call, End, Event, Final, FinalDelta, Interrupted, Result, Retry, Text, Turn, Usage, Waiting
 from .final_text import FinalText
+from .handoffs import active_agent, hand_off, handed_to
 from .limits import HookFailed
 from .tools import Tool, ToolContext, WaitingForApproval, run_tool
 from .trust import Invoker
@@ -112,8 +116,13 @@ class Loop:
         artifacts: RunArtifacts | None = None,
         source: str | None = None,
     ) -> None:
-        self.agent = agent
-        self.limits = agent.limits
+        self.home = agent  # the Agent whose run this is: its clock, drain, channels and artifacts
+        active = active_agent(agent, conversation)
+        if active is None:  # the callers check a conversation from outside first
+            raise AerixError("options", f"the conversation was handed to {conversation.agent!r}, which the handoffs of {agent.name!r} do not reach")
+        self.agent = active  # the agent the run is under now: its instructions, tools, limits
+        self.limits = active.limits
+        self.ceiling: int | None = None  # a sub-run's token cap from its parent's budget (subagents.py)
         self.conversation = conversation
         self.state = state
         # The run's one signal, composed once: it follows the caller's, and the run's timeout and a
@@ -125,16 +134,17 @@ class Loop:
         self.schema_known = False
         self.book = book
         # what a tool's ctx reaches besides the call (agent_state.py, artifacts.py, channels.py)
-        self.state_view: Any = agent.state
+        self.state_view: Any = active.state
         self.artifacts = artifacts or RunArtifacts(agent.artifact_store, book.run_id)  # a run in memory gets an id of its own
         self.channels = Channels(agent.channels, book, source=source)
         self.stop: Stop | None = None
+        self.deadline: asyncio.TimerHandle | None = None
         self._clock_base = agent.clock()
 
     async def events(self) -> AsyncGenerator[Event, None]:
         """The loop: phases until one of them sets ``stop``, then the one exit."""
         st = self.state
-        deadline = self.start_deadline()
+        self.deadline = self.start_deadline()
         try:
             try:
                 while self.stop is None:
@@ -170,8 +180,8 @@ class Loop:
             if not self.book.durable and st.pending is not None and st.pending.final is None:
                 # a run kept in memory stopped mid-turn: close the turn so the conversation stays whole
                 self.close_turn("the run ended before this call ran")
-            if deadline is not None:
-                deadline.cancel()
+            if self.deadline is not None:
+                self.deadline.cancel()
             self.signal.close()
 
     # -- phase: limits --------------------------------------------------------------------
@@ -194,7 +204,7 @@ class Loop:
         return TokenBudget(self)
 
     def elapsed(self) -> float:
-        return self.state.elapsed_s + (self.agent.clock() - self._clock_base)
+        return self.state.elapsed_s + (self.home.clock() - self._clock_base)
 
     def timed_out(self) -> str | None:
         t = self.limits.timeout_s
@@ -351,7 +361,9 @@ class Loop:
 
     async def call_tools(self, pending: Pending) -> AsyncGenerator[Event, None]:
         """Run the calls not yet run, one at a time, in order (each as ``calls.call_tool`` says),
-        what a tool surfaces as it runs passed on live (``calls.LiveCall``); feed their results back."""
+        what a tool surfaces as it runs passed on live (``calls.LiveCall``); feed their results
+        back. A handoff call's result hands the conversation over (``handoffs.hand_off``): the
+        turn ends there."""
         for call in pending.calls_left:
             live = LiveCall(self, call)
             try:
@@ -376,14 +388,24 @@ class Loop:
             last = events[-1]
             assert isinstance(last, Result)
             pending.results.append(last)
-            await self.checkpoint()
+            target = handed_to(self.agent, last)
+            switched = [] if target is None else await hand_off(self, target)  # it checkpoints
+            if target is None:
+                await self.checkpoint()
             if not live.shown:
                 yield ran
-            for ev in events:
+            for ev in [*events, *switched]:
                 yield ev
+            if target is not None:
+                return
         self.conversation.add("user", pending.results_message())
         self.state.pending = None
         await self.checkpoint()
+
+    def fit(self, result: Result, chars: int | None) -> Result:
+        """A call's result as the model will see it: cut to ``chars`` (``result_chars``) and to
+        the room the context has (``compaction.fit_result``)."""
+        return fit_result(self, result, chars)
 
     def close_turn(self, why: str) -> list[Result]:
         """Give every call of the pending turn not yet run a ``cancelled`` result and feed the
@@ -399,11 +421,11 @@ class Loop:
     # -- checkpoint -----------------------------------------------------------------------
 
     async def checkpoint(self) -> None:
-        now = self.agent.clock()
+        now = self.home.clock()
         self.state.elapsed_s += now - self._clock_base
         self._clock_base = now
         await self.book.checkpoint(self.conversation, self.state)
-        if self.agent.draining:
+        if self.home.draining:
             raise _Draining
 
 

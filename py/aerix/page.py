@@ -9,6 +9,11 @@ conversation there too (``reopen()`` after a reload, ``load(messages)`` for an e
 run's, in a durable run ``approve(title, body, timeoutS)``, and ``emit(channel, body, {title,
 key})`` (``channels: [{name, out(message)}]``, see ``aerix.channels``).
 
+``agent.state`` of JavaScript is ``PageAgent.state`` (one call per method, ``state_call``);
+``agent.asTool`` is a tool ``{name, description, agent: {aerixAgent: id}}`` that
+``page_options.agent_of`` resolves: every agent ``create_agent`` makes is kept under the id its
+JS handle chose (``PageAgent.ref``).
+
 This module speaks Python only: what JavaScript calls is marked ``js_facing``, and ``aerix._js``
 converts its arguments and results there, once; options are converted once, by
 ``aerix.page_options`` (``create_agent``).
@@ -16,20 +21,22 @@ converts its arguments and results there, once; options are converted once, by
 
 from __future__ import annotations
 
+import inspect
 from contextlib import aclosing
 from typing import Any, AsyncIterator, Callable
 
-from ._js import from_js, js_facing
+from ._js import from_js, js_facing, marked
 from .abort import Abort
 from .agent import Agent
+from .agent_state import AgentState
 from .durable import RunRecord
 from .errors import AerixError
 from .events import Event, SubagentEvent
 from .page_artifacts import artifact_view, attachments_from_js
 from .conversations import transcript
-from .page_options import JsChannel, agent_from_js, as_dict, js_channel
+from .page_options import JsChannel, agent_from_js, as_dict, js_channel, register_agent
 
-__all__ = ["JsChannel", "PageAgent", "create_agent", "event_view", "js_channel", "run_view", "server_model"]
+__all__ = ["SERVER_OPTIONS", "JsChannel", "PageAgent", "create_agent", "event_view", "js_channel", "run_view", "server_model", "state_call"]
 
 _EVENT_KEYS = {
     "prompt_tokens": "promptTokens",
@@ -62,8 +69,9 @@ class PageAgent:
     ``Abort`` the run uses as it is (``aerix.abort``); it is closed when the run's events end, so
     the caller's ``AbortSignal`` keeps no listener of a finished run."""
 
-    def __init__(self, agent: Agent) -> None:
+    def __init__(self, agent: Agent, ref: str | None = None) -> None:
         self.agent = agent
+        self.ref = register_agent(agent, ref)  # what page_options.agent_of finds it by
 
     @js_facing
     def run(
@@ -75,11 +83,14 @@ class PageAgent:
         invoker: Any = None,
         attachments: Any = None,
         source: str | None = None,
+        concurrency_key: str | None = None,
     ) -> AsyncIterator[dict[str, Any]]:
         rid, key = (None if v is None else str(v) for v in (run_id, idempotency_key))
 
         def start(abort: Abort, files: list[Any] | None = None) -> AsyncIterator[Event]:
-            return self.agent.run(str(prompt), abort, run_id=rid, idempotency_key=key, invoker=invoker, attachments=files, source=source)
+            return self.agent.run(
+                str(prompt), abort, run_id=rid, idempotency_key=key, invoker=invoker, attachments=files, source=source, concurrency_key=concurrency_key
+            )
 
         if attachments is None:
             return _views(signal, start)
@@ -120,8 +131,20 @@ class PageAgent:
         return _views(signal, lambda abort: self.agent.approve(str(run_id), str(approval_id), bool(approved), reason, abort, approver=approver))
 
     @js_facing
-    async def start(self, prompt: str, run_id: str | None = None, idempotency_key: str | None = None, invoker: Any = None) -> dict[str, Any]:
-        return run_view(await self.agent.start(str(prompt), run_id, idempotency_key, invoker=invoker))
+    async def start(
+        self, prompt: str, run_id: str | None = None, idempotency_key: str | None = None, invoker: Any = None, concurrency_key: str | None = None
+    ) -> dict[str, Any]:
+        return run_view(await self.agent.start(str(prompt), run_id, idempotency_key, invoker=invoker, concurrency_key=concurrency_key))
+
+    @js_facing
+    async def get_run(self, run_id: str) -> dict[str, Any] | None:
+        record = await self.agent.get_run(str(run_id))
+        return None if record is None else run_view(record)
+
+    @js_facing
+    async def state(self, method: str, collection: str | None, args: list[Any]) -> Any:
+        """``agent.state.<method>(...args)``, or of ``collection(name)`` when one is named."""
+        return await state_call(self.agent.state, method, collection, args)
 
     @js_facing
     async def drain(self) -> None:
@@ -203,6 +226,7 @@ def run_view(record: RunRecord) -> dict[str, Any]:
         "prompt": record.prompt,
         "status": record.status,
         "idempotencyKey": record.idempotency_key,
+        "concurrencyKey": record.concurrency_key,
         "createdAt": record.created_at,
         "updatedAt": record.updated_at,
         "ending": record.ending,
@@ -222,16 +246,78 @@ def run_view(record: RunRecord) -> dict[str, Any]:
     }
 
 
-def create_agent(model: Any, options: Any) -> PageAgent:
+_STATE_METHODS = frozenset({"load", "get", "tainted", "set", "delete"})  # AgentState's, JavaScript's agent.state
+_COLLECTION_METHODS = frozenset({"list", "get", "tainted", "upsert", "remove"})  # Collection's, agent.state.collection(name)
+
+
+async def state_call(state: AgentState, method: str, collection: str | None, args: list[Any]) -> Any:
+    """What ``agent.state.<method>(...args)`` of JavaScript does (``collection`` ``None``), or
+    ``agent.state.collection(collection).<method>(...args)``: the Python method of that name
+    (``aerix.agent_state``), its value as plain data (documents as the model dumps them to JSON)."""
+    methods = _STATE_METHODS if collection is None else _COLLECTION_METHODS
+    if method not in methods:
+        where = "agent.state" if collection is None else "a state collection"
+        raise AerixError("options", f"{where} has no method {method!r} (known: {sorted(methods)})")
+    target: Any = state if collection is None else state.collection(collection)
+    value = getattr(target, method)(*(args or []))
+    if inspect.isawaitable(value):
+        value = await value
+    return _plain(value)
+
+
+def _plain(value: Any) -> Any:
+    dump = getattr(value, "model_dump", None)
+    if dump is not None:
+        return dump(mode="json")
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    return value
+
+
+def create_agent(model: Any, options: Any, ref: str | None = None) -> PageAgent:
     """The agent JavaScript's ``agent(options)`` gets: options as ``page_options.agent_from_js``
-    takes them (``{instructions, tools, limits, hooks, ...}``)."""
-    return PageAgent(agent_from_js(model, options))
+    takes them (``{instructions, tools, limits, hooks, ...}``); ``ref`` the id its handle chose
+    (web/handle.mjs), under which ``page_options.agent_of`` finds it. An ``AerixError`` is marked
+    for JavaScript (``_js.marked``), which reads it back as an Error named "AerixError"."""
+    try:
+        return PageAgent(agent_from_js(model, options), ref)
+    except AerixError as e:
+        raise marked(e) from None
+
+
+# ``boot({engine: {baseUrl, model, ...}})``: JavaScript's names for OpenAIModel's parameters, the
+# one place they are declared (web/runtime.mjs hands the options on as given; server_model refuses
+# any other; tests/unit/test_api_parity.py holds this and OpenAIModel together).
+SERVER_OPTIONS = {
+    "baseUrl": "base_url",
+    "model": "model",
+    "apiKey": "api_key",
+    "params": "params",
+    "headers": "headers",
+    "retries": "retries",
+    "backoffS": "backoff_s",
+    "maxBackoffS": "max_backoff_s",
+}
 
 
 def server_model(server: Any) -> Any:
-    """``OpenAIModel`` for ``boot({engine: {baseUrl, model, apiKey, params}})`` (``baseUrl`` as
-    boot resolved it): each generation is a streamed ``fetch`` from Python."""
+    """``OpenAIModel`` for ``boot({engine: {baseUrl, model, apiKey, params, headers, retries,
+    backoffS, maxBackoffS}})`` (``baseUrl`` as boot resolved it): each generation is a streamed
+    ``fetch`` from Python. Any other option is refused, naming the known ones."""
+    try:
+        return _server_model(as_dict(from_js(server), "engine options"))
+    except AerixError as e:
+        raise marked(e) from None
+
+
+def _server_model(opts: dict[str, Any]) -> Any:
     from .engines.openai import OpenAIModel
 
-    opts = as_dict(from_js(server), "engine options")
-    return OpenAIModel(str(opts["baseUrl"]), str(opts["model"]), opts.get("apiKey"), params=opts.get("params"))
+    unknown = sorted(set(opts) - set(SERVER_OPTIONS))
+    if unknown:
+        raise AerixError("options", f"unknown engine option(s) {unknown} for an OpenAI-compatible server (baseUrl); known: {list(SERVER_OPTIONS)}")
+    for needed in ("baseUrl", "model"):
+        if not isinstance(opts.get(needed), str) or not opts[needed]:
+            raise AerixError("options", f"an OpenAI-compatible server needs engine.{needed}, a non-empty string; got {opts.get(needed)!r}")
+    kwargs = {SERVER_OPTIONS[k]: v for k, v in opts.items() if v is not None}
+    return OpenAIModel(kwargs.pop("base_url"), kwargs.pop("model"), **kwargs)

@@ -4,23 +4,40 @@ Tools, hooks, trust flags, channels and tool policies may be JavaScript function
 Python callable that calls it through ``aerix._js`` (JS tools and hooks get ``{signal, callId,
 approve, emit, artifacts, invoker}``, see ``_with_js_ctx``). Names may be camelCase
 (``maxTokens``, ``beforeCall``, ``keepTurns``); unknown ones are refused, naming what is known.
+
+An agent of the page is named across the edge by a reference, ``{aerixAgent: id}`` (what
+web/handle.mjs's ``refOf(handle)`` gives for a handle ``ai.agent()`` made, in either mode):
+``create_agent`` keeps each Agent it builds under the id its handle chose (``register_agent``)
+and :func:`agent_of` finds it again. A tool ``{name, description, agent: <reference>, trust}``
+(JavaScript's ``agent.asTool(...)``) is that Agent's ``as_tool``. :func:`js_tool` makes a
+JavaScript function a tool from Python (code run by ``pyodide.runPython``).
 """
 
 from __future__ import annotations
 
+import uuid
 from types import SimpleNamespace
 from typing import Any, Awaitable, Callable
 
+from . import _js
 from ._js import call_js, from_js, js_abort_signal, js_callable
 from .agent import Agent
 from .agent_state import models_from_field_maps
 from .channels import Message
 from .errors import AerixError
 from .page_artifacts import js_artifacts
-from .tools import ToolContext, WaitingForApproval, tool
+from .tools import Tool, ToolContext, WaitingForApproval, tool
 from .trust import Invoker, require_tool_permission
 
-__all__ = ["JsChannel", "agent_from_js", "as_dict", "js_channel"]
+__all__ = ["AGENT_OPTIONS", "JsChannel", "agent_from_js", "agent_of", "as_dict", "js_channel", "js_tool", "register_agent"]
+
+# The agent options of JavaScript's ``ai.agent(options)``: aerix.mjs hands them on as they are, so
+# this is the one place they are declared (tests/unit/test_api_parity.py reads it).
+AGENT_OPTIONS = (
+    "instructions", "tools", "limits", "hooks", "generation", "constrain", "durable", "store", "name", "onTainted",
+    "toolPolicy", "output", "channels", "state", "stateTools", "compaction", "conversationId", "turnFormat",
+    "handoffs", "description",
+)
 
 _LIMIT_NAMES = {
     "maxTokens": "max_tokens",
@@ -38,7 +55,8 @@ _TURN_FORMAT_NAMES = {"callKeys": "call_keys", "duplicateCalls": "duplicate_call
 def agent_from_js(model: Any, options: Any) -> Agent:
     """The Agent the JS options describe: ``{instructions, tools, limits, hooks, generation,
     constrain, durable, store, name, onTainted, toolPolicy, output, channels, compaction,
-    conversationId, turnFormat}``; ``turnFormat`` is ``{thought, system, callKeys, example,
+    conversationId, turnFormat}``; ``tools`` holds JS tools and ``agent.asTool(...)`` values
+    (``_js_tool``); ``turnFormat`` is ``{thought, system, callKeys, example,
     duplicateCalls}`` (aerix.TurnFormat, its values as in Python); ``compaction`` is
     ``"model"``, ``"digest"``, ``null`` or ``{method, keepTurns, summaryTokens}``
     (aerix.compaction; ``limits.contextTokens`` turns it on); ``output`` is ``{schema}``
@@ -46,12 +64,13 @@ def agent_from_js(model: Any, options: Any) -> Agent:
     ``state`` collection name -> field map (with ``id: {type: "string", required: true}``) and
     ``stateTools`` (aerix.agent_state); ``toolPolicy`` is
     ``{withoutInvoker: "allow" | "deny"}`` (aerix.require_tool_permission) or a function
-    ``(agent, tool, invoker) => boolean``."""
+    ``(agent, tool, invoker) => boolean``; ``handoffs`` agents this one may hand the conversation
+    to (their references, ``{aerixAgent: id}``: the facade turns handles into them) and
+    ``description`` what a handoff to this one is for (aerix.handoffs)."""
     opts = as_dict(from_js(options), "agent options")
-    known = {"instructions", "tools", "limits", "hooks", "generation", "constrain", "durable", "store", "name", "onTainted", "toolPolicy", "output", "channels", "state", "stateTools", "compaction", "conversationId", "turnFormat"}
-    unknown = sorted(set(opts) - known)
+    unknown = sorted(set(opts) - set(AGENT_OPTIONS))
     if unknown:
-        raise AerixError("options", f"unknown agent option(s) {unknown}; known: {sorted(known)}")
+        raise AerixError("options", f"unknown agent option(s) {unknown}; known: {sorted(AGENT_OPTIONS)}")
     tools = [_js_tool(t) for t in (opts.get("tools") or [])]
     limits = {_LIMIT_NAMES.get(k, k): v for k, v in as_dict(opts.get("limits"), "limits").items()}
     hooks = {_HOOK_NAMES.get(k, k): _js_hook(k, fn) for k, fn in as_dict(opts.get("hooks"), "hooks").items()}
@@ -72,7 +91,7 @@ def agent_from_js(model: Any, options: Any) -> Agent:
         constrain=opts.get("constrain", True),
         hooks=hooks,
         store=store,
-        name=opts.get("name", "agent"),
+        name=opts.get("name"),  # None: "agent", which a handoff target may not go by
         on_tainted=opts.get("onTainted", "approve"),
         tool_policy=_js_policy(opts.get("toolPolicy")),
         output=_js_output(opts.get("output")),
@@ -82,6 +101,8 @@ def agent_from_js(model: Any, options: Any) -> Agent:
         compaction=_js_compaction(opts.get("compaction", "model")),
         conversation_id=opts.get("conversationId"),
         turn_format=_js_turn_format(opts.get("turnFormat")),
+        handoffs=[agent_of(ref) for ref in _list(opts.get("handoffs"), "handoffs")],  # handle.mjs's refOf of each
+        description=opts.get("description"),
     )
     return agent
 
@@ -174,17 +195,18 @@ def as_dict(value: Any, what: str) -> dict[str, Any]:
     return value
 
 
-def _js_tool(spec: Any) -> Any:
+def _js_tool(spec: Any) -> Tool:
+    """A tool of the JS options: ``{name, description, input, run, effect, alreadyApplied, trust,
+    timeoutS}`` with ``run(input, ctx)`` a JavaScript function, or ``{name, description, agent,
+    trust}`` (``agent.asTool(...)``): that agent's ``as_tool``."""
     spec = as_dict(spec, "a tool")
+    if spec.get("agent") is not None:
+        return _agent_tool(spec)
     run = spec.get("run")
     if run is None or not callable(run):
         raise AerixError("options", f"tool {spec.get('name')!r} needs a run function")
     effect = bool(spec.get("effect", False))
     applied = spec.get("alreadyApplied")
-    trust = as_dict(spec.get("trust"), "a tool's trust")
-    unknown = sorted(set(trust) - {"taint", "guardWhenTainted"})
-    if unknown:
-        raise AerixError("options", f"tool {spec.get('name')!r}: unknown trust key(s) {unknown}; known: ['taint', 'guardWhenTainted']")
 
     async def run_js(input: dict[str, Any], ctx: ToolContext) -> Any:
         return await _with_js_ctx(ctx, lambda js_ctx: call_js(run, input, js_ctx))
@@ -192,16 +214,88 @@ def _js_tool(spec: Any) -> Any:
     async def already_applied(key: str, input: dict[str, Any]) -> Any:
         return await call_js(applied, key, input)
 
-    return tool(
+    made: Tool = tool(
         name=spec.get("name"),
         description=spec.get("description"),
         input=spec.get("input") or {},
         run=run_js,
         effect=effect,
         already_applied=already_applied if applied is not None else None,
-        trust={k: _js_flag(trust[j]) for k, j in (("taint", "taint"), ("guard_when_tainted", "guardWhenTainted")) if j in trust},
+        trust=_js_trust(spec),
         timeout_s=spec.get("timeoutS"),
     )
+    return made
+
+
+def _js_trust(spec: dict[str, Any]) -> dict[str, Any]:
+    """A tool's ``trust: {taint, guardWhenTainted}`` as ``tool(trust=...)`` takes it."""
+    trust = as_dict(spec.get("trust"), "a tool's trust")
+    unknown = sorted(set(trust) - {"taint", "guardWhenTainted"})
+    if unknown:
+        raise AerixError("options", f"tool {spec.get('name')!r}: unknown trust key(s) {unknown}; known: ['taint', 'guardWhenTainted']")
+    return {k: _js_flag(trust[j]) for k, j in (("taint", "taint"), ("guard_when_tainted", "guardWhenTainted")) if j in trust}
+
+
+def _agent_tool(spec: dict[str, Any]) -> Tool:
+    """``agent.asTool(name, description, {trust})`` of JavaScript: ``Agent.as_tool`` of the agent
+    its reference names (aerix.subagents)."""
+    unknown = sorted(set(spec) - {"name", "description", "agent", "trust"})
+    if unknown:
+        raise AerixError("options", f"tool {spec.get('name')!r} is an agent (asTool): unknown key(s) {unknown}; known: ['agent', 'description', 'name', 'trust']")
+    made: Tool = agent_of(spec["agent"]).as_tool(spec.get("name"), spec.get("description"), _js_trust(spec) or None)  # type: ignore[arg-type]
+    return made
+
+
+def js_tool(name: str, description: str, input: Any, fn: Any) -> Tool:
+    """A JavaScript function as a tool, for Python that runs in the page (``pyodide.runPython`` /
+    ``runPythonAsync``, or ``ai.runPython``)::
+
+        import aerix
+        from js import lookUp                     # a JS function: sync, or async (a Promise)
+        look_up = aerix.js_tool("look_up", "Look a word up.", {"word": {"type": "string", "required": True}}, lookUp)
+
+    ``fn`` is called as JavaScript tools are, ``fn(input, ctx)``, with ``ctx`` ``{signal, callId,
+    approve, emit, artifacts, invoker}``; ``input`` a field map or a JSON Schema, as for any tool
+    (``aerix.tool``). The tool is what the page's ``tools: [{name, description, input, run}]``
+    makes. On CPython there is no JavaScript: calling this raises ``AerixError(kind="options")``
+    (use ``aerix.tool``)."""
+    if not _js.IN_PYODIDE:
+        raise AerixError("options", "js_tool makes a JavaScript function a tool: it needs Pyodide (the page); on CPython use aerix.tool")
+    if not callable(fn):
+        raise AerixError("options", f"js_tool({name!r}) needs a JavaScript function (input, ctx) => result, got {type(fn).__name__}")
+    return _js_tool({"name": name, "description": description, "input": from_js(input), "run": fn})
+
+
+# -- agents by reference -------------------------------------------------------------------
+
+# The agents ai.agent() made in this runtime, for its life: an asTool value is plain data that may
+# outlive its handle, and worker mode keeps every agent it built too (worker.mjs), so both modes agree.
+_AGENTS: dict[str, Agent] = {}
+
+
+def register_agent(agent: Agent, ref: Any = None) -> str:
+    """Keep ``agent`` under ``ref`` (the id its JS handle chose; a new one when ``None``) for
+    :func:`agent_of`; returns the id."""
+    ref = uuid.uuid4().hex if ref is None else ref
+    if not isinstance(ref, str) or not ref:
+        raise AerixError("options", f"an agent's id is a non-empty string, got {ref!r}")
+    if ref in _AGENTS:
+        raise AerixError("options", f"an agent with id {ref!r} was made already")
+    _AGENTS[ref] = agent
+    return ref
+
+
+def agent_of(ref: Any) -> Agent:
+    """The Agent a JavaScript agent reference ``{aerixAgent: id}`` names: one that ``ai.agent()``
+    of this runtime (this ``boot()``) made. Anything else is ``AerixError(kind="options")``."""
+    ref = from_js(ref)
+    id = ref.get("aerixAgent") if isinstance(ref, dict) else None
+    if not isinstance(id, str):
+        raise AerixError("options", f"expected an agent made by ai.agent() (its reference {{aerixAgent: id}}), got {type(ref).__name__}")
+    agent = _AGENTS.get(id)
+    if agent is None:
+        raise AerixError("options", f"no agent {id!r} here: an agent given to another must be made by the same boot() (ai.agent()), and built without error")
+    return agent
 
 
 def _js_flag(flag: Any) -> Any:

@@ -41,12 +41,16 @@ class Conversation:
     exactly as generated. ``taint`` is where content from outside first came in
     (``{"source": tool, "at": call id}``), or ``None``: it stays until ``Agent.reset()``.
     ``measured``: the engine's latest count of it, or ``None`` before one. The one change that is
-    not an append is compaction (:meth:`compact`), after which it is append-only again."""
+    not an append is compaction (:meth:`compact`), after which it is append-only again; a
+    handoff replaces the system message (``handoffs.py``). ``agent``: the name of the handoff
+    target the conversation was handed to, whose system message it starts with (``None``: the
+    Agent's own); kept only when set."""
 
     messages: list[dict[str, str]]
     calls_made: int = 0
     taint: dict[str, str] | None = None
     measured: Measured | None = None
+    agent: str | None = None
 
     def add(self, role: str, content: str) -> None:
         self.messages.append({"role": role, "content": content if role == "assistant" else neutralise(content)})
@@ -72,20 +76,23 @@ class Conversation:
             self.measured = Measured(0, 0, self.measured.bytes_per_token)
 
     def copy(self) -> Conversation:
-        return Conversation([dict(m) for m in self.messages], self.calls_made, None if self.taint is None else dict(self.taint), self.measured)
+        return Conversation([dict(m) for m in self.messages], self.calls_made, None if self.taint is None else dict(self.taint), self.measured, self.agent)
 
     def to_dict(self) -> dict[str, Any]:
-        """As a checkpoint holds it: ``messages``, ``calls_made``, ``taint``, ``measured``."""
+        """As a checkpoint holds it: ``messages``, ``calls_made``, ``taint``, ``measured``, and
+        ``agent`` when set."""
         measured = None if self.measured is None else self.measured.to_list()
-        return {"messages": [dict(m) for m in self.messages], "calls_made": self.calls_made, "taint": self.taint, "measured": measured}
+        agent = {} if self.agent is None else {"agent": self.agent}
+        return {"messages": [dict(m) for m in self.messages], "calls_made": self.calls_made, "taint": self.taint, "measured": measured, **agent}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Conversation:
-        """From :meth:`to_dict` (a checkpoint); ``measured`` is optional (older checkpoints)."""
+        """From :meth:`to_dict` (a checkpoint); ``measured`` and ``agent`` are optional (older checkpoints)."""
         m: Any = data.get("measured")
         numbers = isinstance(m, list) and len(m) == 3 and all(isinstance(n, (int, float)) and not isinstance(n, bool) and n >= 0 for n in m)
         measured = Measured(int(m[0]), int(m[1]), float(m[2])) if numbers and m[2] > 0 else None  # only a help: one that does not read is dropped
-        return cls([dict(x) for x in data["messages"]], data["calls_made"], data.get("taint"), measured)
+        agent = data.get("agent")
+        return cls([dict(x) for x in data["messages"]], data["calls_made"], data.get("taint"), measured, agent if isinstance(agent, str) else None)
 
 
 def utf8_size(text: str) -> int:

@@ -57,6 +57,7 @@ from typing import TYPE_CHECKING, Any, Awaitable, Callable, TypeVar
 
 from .errors import AerixError
 from .events import End, Final, Interrupted, SubagentEvent, Waiting
+from .handoffs import active_agent, limits_for
 from .loop import Book, Loop, Memory, Stop, TokenBudget
 from .state import Conversation, LoopState
 from .tools import Tool, ToolContext, WaitingForApproval, tool
@@ -188,10 +189,10 @@ def _sub_run(agent: Agent, task: str, ctx: ToolContext) -> tuple[Loop, _Tokens]:
     caller: Caller | None = ctx.caller
     parent = None if caller is None else caller.loop  # None: the tool was run outside a run
     saved = None if caller is None else caller.loop.state.subruns.get(caller.call_id)
-    if caller is not None and saved is not None and saved["messages"][0]["content"] != agent.system:
+    conversation = Conversation.from_dict(saved) if saved is not None else Conversation([{"role": "system", "content": agent.system}])
+    if caller is not None and saved is not None and active_agent(agent, conversation) is None:  # also after a handoff in it (handoffs.py)
         del caller.loop.state.subruns[caller.call_id]  # the call ends here: nothing to resume into
         raise SubAgentEnded(f"the sub-run of {agent.name!r} was started by an agent with other instructions or tools")
-    conversation = Conversation.from_dict(saved) if saved is not None else Conversation([{"role": "system", "content": agent.system}])
     state = LoopState.from_dict(saved) if saved is not None else LoopState()
     if saved is None:
         conversation.add("user", task)
@@ -202,8 +203,7 @@ def _sub_run(agent: Agent, task: str, ctx: ToolContext) -> tuple[Loop, _Tokens]:
     book: Book = SubRun(caller, tokens) if caller is not None and caller.loop.book.durable else Memory()
     loop = Loop(agent, conversation, state, ctx.signal, book, ctx.invoker)
     left = None if budget is None else budget.left
-    if left is not None:  # the parent's budget bounds the sub-run, and pays for it
-        own = agent.limits.max_total_tokens
-        cap = state.tokens + left
-        loop.limits = replace(agent.limits, max_total_tokens=max(1, cap if own is None else min(own, cap)))
+    if left is not None:  # the parent's budget bounds the sub-run (and a handoff in it), and pays for it
+        loop.ceiling = state.tokens + left
+        loop.limits = limits_for(loop.agent, loop.ceiling)
     return loop, tokens

@@ -21,7 +21,7 @@ from .trust import TrustFlag, check_trust
 from .fields import Field, nests_deeper, fields_from_function, fields_from_map, fields_from_model, flat_hint, function_params, json_type, model_for, model_is_flat, validation_text
 from .inputs import RichInput, from_function, from_model, from_schema, is_json_schema, schema_of_map
 
-__all__ = ["ContextKey", "Decision", "Field", "Tool", "ToolContext", "WaitingForApproval", "run_tool", "tool"]
+__all__ = ["ContextKey", "Decision", "Field", "Tool", "ToolContext", "WaitingForApproval", "check_tools", "run_tool", "tool"]
 
 RESULT_DEPTH = 100  # a tool's value nested deeper than this is an error result, not JSON
 NAME = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
@@ -282,6 +282,20 @@ def _check_effect(name: Any, effect: Any, effect_key: Any, already_applied: Any)
 
 
 # -- checks ------------------------------------------------------------------------------
+
+
+def check_tools(tools: Any) -> tuple[Tool, ...]:
+    """An agent's tools, checked: a list of :class:`Tool`, their names unique."""
+    if isinstance(tools, Tool) or not isinstance(tools, (list, tuple)):
+        raise AerixError("options", f"tools must be a list of tools, got {type(tools).__name__}")
+    seen: set[str] = set()
+    for t in tools:
+        if not isinstance(t, Tool):
+            raise AerixError("options", f"tools must hold tools made with tool(), got {type(t).__name__}")
+        if t.name in seen:
+            raise AerixError("options", f"two tools are named {t.name!r}; tool names must be unique")
+        seen.add(t.name)
+    return tuple(tools)
 
 
 def _check_name(name: Any) -> str:

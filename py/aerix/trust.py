@@ -37,7 +37,7 @@ from typing import Any, Awaitable, Callable, Literal
 
 from .errors import AerixError, describe
 
-__all__ = ["Invoker", "ToolPolicy", "TrustFlag", "has_permission", "require_tool_permission"]
+__all__ = ["Invoker", "ToolPolicy", "TrustFlag", "check_agent_trust", "has_permission", "require_tool_permission"]
 
 _SEGMENT = r"(?:\*|[A-Za-z0-9_.\-]+)"
 _PERMISSION = re.compile(rf"^{_SEGMENT}(?::{_SEGMENT})*$")
@@ -51,6 +51,17 @@ TrustFlag = Any
 """A trust flag: ``True``/``False``, or a function ``(input, ctx) -> bool``, sync or async."""
 
 _TRUST_KEYS = ("taint", "guard_when_tainted")
+_AGENT_NAME = re.compile(r"^[A-Za-z0-9_.\-]{1,64}$")
+
+
+def check_agent_trust(name: Any, tool_policy: Any, on_tainted: Any) -> None:
+    """An Agent's ``name`` (a permission segment), ``tool_policy`` and ``on_tainted``, checked."""
+    if not isinstance(name, str) or not _AGENT_NAME.fullmatch(name):
+        raise AerixError("options", f"name must be letters, digits, '_', '.' or '-' (it is a permission segment), got {name!r}")
+    if tool_policy is not None and not callable(tool_policy):
+        raise AerixError("options", "tool_policy must be a function (agent name, tool name, invoker) -> bool, e.g. require_tool_permission()")
+    if on_tainted not in ("approve", "deny"):
+        raise AerixError("options", f"on_tainted must be 'approve' or 'deny', got {on_tainted!r}")
 
 
 @dataclass(frozen=True)

@@ -32,6 +32,7 @@ __all__ = [
     "ParsedTurn",
     "TurnRefused",
     "cut_note",
+    "cut_result",
     "neutralise",
     "nests_too_deep",
     "parse_turn",
@@ -272,6 +273,12 @@ def results_message(results: Sequence[tuple[str, str, str]], note: str | None = 
     if note is not None:
         body["note"] = note
     return json.dumps(body, ensure_ascii=False)
+
+
+def cut_result(text: str, chars: int) -> str:
+    """A tool result cut to its first ``chars`` characters, with the note that says so
+    (``Limits.result_chars``, and a result cut to fit in the context: ``compaction.fit_result``)."""
+    return f"{text[:chars]}\n[cut: the result was {len(text)} characters; this is the first {chars}]"
 
 
 def refused_note(reason: str) -> str:

@@ -1,4 +1,4 @@
-// Models kept in this browser from a file the person picked (web/engine.mjs, MODEL CACHE), and the
+// Models kept in this browser from a file the person picked (web/model-cache.mjs, MODEL CACHE, through web/engine.mjs), and the
 // facts `info` gives, under Node: the engine's own code over fakes of what only a browser has (the
 // Cache API, the page's location, wllama and its wasm), with the bundled model's real bytes.
 // tests/e2e/test_model_picker.py does the same in a browser, on the real engine.

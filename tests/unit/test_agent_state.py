@@ -10,7 +10,7 @@ from helpers import calls, collect, final
 from pydantic import BaseModel, field_validator
 
 from aerix import AerixError, Agent, tool
-from aerix.agent_state import AgentState
+from aerix.agent_state import AgentState, models_from_field_maps
 from aerix.page import create_agent
 from aerix.stores import MemoryStore
 from aerix.stores.sqlite import SQLiteStore
@@ -453,3 +453,40 @@ async def test_a_field_map_collection_checks_strictly():
         await todos.upsert({"id": "t1", "n": "3"})
     assert "n:" in e.value.message
     assert (await todos.upsert({"id": "t1", "n": 3})).n == 3
+
+
+TODO_FIELDS = {"id": {"type": "string", "required": True}, "title": {"type": "string"}, "done": {"type": "boolean"}, "size": {"type": "integer", "enum": [1, 2]}}
+
+
+async def test_a_field_map_collection_keeps_a_document_that_leaves_out_optional_fields():
+    """Issue 28: upsert({"id": "t1"}) stored done: null, which the model then refused, so the
+    upsert and every later list() of the collection failed with a store error."""
+    store = MemoryStore()
+    todos = Agent(model=ScriptedModel([]), name="planner", store=store, state=models_from_field_maps({"todos": TODO_FIELDS})).state.collection("todos")
+    kept = await todos.upsert({"id": "t1"})
+    assert (kept.id, kept.title, kept.done, kept.size) == ("t1", None, None, None)
+    await todos.upsert({"id": "t2", "title": "Buy milk", "done": True, "size": 2})
+    assert [(t.id, t.title, t.done) for t in await todos.list()] == [("t1", None, None), ("t2", "Buy milk", True)]
+    assert (await todos.get("t1")).done is None
+    again = Agent(model=ScriptedModel([]), name="planner", store=store, state=models_from_field_maps({"todos": TODO_FIELDS}))
+    assert [t.model_dump() for t in await again.state.collection("todos").list()] == [
+        {"id": "t1", "title": None, "done": None, "size": None},
+        {"id": "t2", "title": "Buy milk", "done": True, "size": 2},
+    ]
+
+
+async def test_the_state_tools_of_a_field_map_collection_keep_a_document_that_leaves_out_optional_fields():
+    replies = [calls(("state_todos_upsert", {"id": "t1", "title": "x"})), calls(("state_todos_list", {})), final("ok")]
+    a = Agent(model=ScriptedModel(replies), name="planner", state=models_from_field_maps({"todos": TODO_FIELDS}), state_tools=True)
+    upsert = next(t for t in a.tools if t.name == "state_todos_upsert")
+    assert upsert.input_schema()["properties"]["done"] == {"type": "boolean"}  # the model sees no null
+    events = await collect(a.run("go"))
+    assert results(events) == [('{"id": "t1", "title": "x", "done": null, "size": null}', False), ('[{"id": "t1", "title": "x", "done": null, "size": null}]', False)]
+    assert events[-1].type == "final"
+
+
+async def test_a_document_an_older_aerix_kept_with_a_left_out_field_as_null_reads():
+    store = MemoryStore()
+    await store.put_state_items("planner", {"doc:todos:t1": {"value": {"id": "t1", "title": None, "done": None, "size": None}}})
+    todos = Agent(model=ScriptedModel([]), name="planner", store=store, state=models_from_field_maps({"todos": TODO_FIELDS})).state.collection("todos")
+    assert [(t.id, t.done) for t in await todos.list()] == [("t1", None)]

@@ -60,7 +60,8 @@ def make_site(root: Path) -> Path:
 
 EXPECTED = sorted([
     "MANIFEST.json", "README.txt",
-    "aerix.js", "aerix.mjs", "chat.mjs", "engine.mjs", "facts.mjs", "remote.mjs", "rpc.mjs", "runtime.mjs", "store.mjs", "worker.mjs",
+    "aerix.js", "aerix.mjs", "chat.mjs", "engine.mjs", "facts.mjs", "generation.mjs", "handle.mjs", "model-cache.mjs", "prompt.mjs",
+    "remote.mjs", "rpc.mjs", "runtime.mjs", "store.mjs", "worker.mjs",
     "models/models.json",
     "pyodide-lock.json",
     "pyodide/pyodide.asm.mjs", "pyodide/pyodide.asm.wasm", "pyodide/pyodide.mjs", "pyodide/python_stdlib.zip",

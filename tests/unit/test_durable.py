@@ -284,6 +284,50 @@ async def test_a_before_call_hook_can_ask_for_approval():
     assert next(e for e in events if e.type == "result").text == "refused: not now"
 
 
+def waiting_agent(how, script):
+    """An agent whose ``pay`` call waits for approval: asked by the tool, by a before_call hook,
+    or as a tool guarded once the run is tainted (by ``read``)."""
+    run = ask_first if how == "tool" else (lambda i, c: "paid")
+    pay = tool(name="pay", description="Pay.", input={"amount": {"type": "integer", "required": True}}, run=run,
+               trust={"guard_when_tainted": True} if how == "taint" else None)
+    read = tool(name="read", description="Read a page.", input={}, run=lambda i, c: "outside text", trust={"taint": True})
+
+    async def gate(call, ctx):
+        return None if await ctx.approve(f"Run {call.tool}?") else {"deny": "no"}
+
+    hooks = Hooks(before_call=gate) if how == "hook" else None
+    return Agent(model=ScriptedModel(script), tools=[pay, read], store=MemoryStore(), clock=Clock(), hooks=hooks)
+
+
+@pytest.mark.parametrize("how", ["tool", "hook", "taint"])
+async def test_a_call_that_waits_has_its_turn_then_waiting_and_its_call_event_only_when_it_runs(how):
+    # The order docs/python.md states (issue 28): turn, waiting; then, in the approve that answers
+    # it, the call's call and result (a call event says how the call ran, so it comes when it runs).
+    script = [calls(("read", {}))] if how == "taint" else []
+    script += [calls(("pay", {"amount": 5})), final("done")]
+    agent = waiting_agent(how, script)
+    events = await collect(agent.run("pay 5", run_id="r1"))
+    before = ["turn", "call", "taint", "result"] if how == "taint" else []
+    assert kinds(events) == [*before, "turn", "waiting"]
+    assert events[-1].approval_id == events[-2].calls[0].id + ".1"
+    answered = await collect(agent.approve("r1", events[-1].approval_id, True))
+    assert kinds(answered) == ["call", "result", "turn", "final"]
+    assert answered[0].id == events[-2].calls[0].id
+
+
+async def test_each_waiting_call_of_a_turn_gets_its_call_event_when_its_approval_is_answered():
+    script = [calls(("clock", {}), ("pay", {"amount": 1}), ("pay", {"amount": 2})), final("done")]
+    clock = tool(name="clock", description="The time.", input={}, run=lambda i, c: "12:00")
+    pay = tool(name="pay", description="Pay.", input={"amount": {"type": "integer", "required": True}}, run=ask_first)
+    agent = Agent(model=ScriptedModel(script), tools=[clock, pay], store=MemoryStore(), clock=Clock())
+    events = await collect(agent.run("pay both", run_id="r1"))
+    assert kinds(events) == ["turn", "call", "result", "waiting"] and events[-1].title == "Pay 1?"
+    events = await collect(agent.approve("r1", events[-1].approval_id, True))
+    assert kinds(events) == ["call", "result", "waiting"] and events[-1].title == "Pay 2?"
+    events = await collect(agent.approve("r1", events[-1].approval_id, True))
+    assert kinds(events) == ["call", "result", "turn", "final"]
+
+
 async def test_approve_without_a_store_is_a_tool_error():
     t = tool(name="pay", description="Pay.", input={"amount": {"type": "integer", "required": True}}, run=ask_first)
     events = await collect(Agent(model=ScriptedModel([calls(("pay", {"amount": 1})), final("x")]), tools=[t]).run("go"))

@@ -3,6 +3,12 @@
 from __future__ import annotations
 
 import importlib
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
 
 import aerix
 
@@ -29,7 +35,7 @@ def test_one_event_vocabulary_per_seam():
 
 
 def test_every_module_declares_all_and_it_resolves():
-    for name in ("abort", "agent", "artifacts", "calls", "channels", "choose", "compaction", "conversations", "durable", "durable.book", "durable.lifecycle", "durable.record", "errors", "events", "fields", "input_types", "input_view", "inputs", "limits", "loop", "model", "output", "patterns", "proxy", "serve", "state", "stores", "stores.contract", "stores.sqlite", "subagents", "testing", "tools", "trust", "turn", "turn_format"):
+    for name in ("abort", "agent", "artifacts", "calls", "channels", "choose", "compaction", "conversations", "digest", "durable", "durable.book", "durable.lifecycle", "durable.record", "errors", "events", "fields", "handoffs", "input_types", "input_view", "inputs", "limits", "loop", "model", "output", "patterns", "proxy", "serve", "sizes", "state", "stores", "stores.contract", "stores.sqlite", "subagents", "testing", "tools", "trust", "turn", "turn_format"):
         module = importlib.import_module(f"aerix.{name}")
         assert module.__all__, name
         for symbol in module.__all__:
@@ -39,3 +45,27 @@ def test_every_module_declares_all_and_it_resolves():
 def test_the_readme_example_names_exist():
     from aerix import AerixError, Agent, Hooks, Limits, tool  # noqa: F401
     from aerix.testing import ScriptedModel  # noqa: F401
+
+
+def test_the_stores_package_hands_on_every_store():
+    # issue 28: SQLiteStore was importable only from aerix.stores.sqlite
+    import aerix.stores
+    from aerix.stores import IndexedDBStore, MemoryStore, SQLiteStore
+    from aerix.stores.indexeddb import IndexedDBStore as FromIndexedDB
+    from aerix.stores.sqlite import SQLiteStore as FromSQLite
+
+    assert (SQLiteStore, IndexedDBStore) == (FromSQLite, FromIndexedDB)
+    assert {"MemoryStore", "SQLiteStore", "IndexedDBStore"} <= set(aerix.stores.__all__)
+    assert MemoryStore.__module__ == "aerix.stores"
+    with pytest.raises(AttributeError, match="no attribute 'NoStore'"):
+        aerix.stores.NoStore  # noqa: B018
+
+
+@pytest.mark.skipif(sys.platform == "emscripten", reason="no subprocesses in Pyodide")
+def test_importing_the_stores_package_loads_neither_sqlite3_nor_the_page_store():
+    # sqlite3 is a package Pyodide loads apart, and the IndexedDB store talks to the page:
+    # both are imported when first named, not with aerix.stores.
+    code = "import sys, aerix, aerix.stores; print(sorted(m for m in ('sqlite3', 'aerix.stores.sqlite', 'aerix.stores.indexeddb') if m in sys.modules))"
+    env = {**os.environ, "PYTHONPATH": str(Path(aerix.__file__).parents[1])}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60, check=True)
+    assert out.stdout.strip() == "[]"

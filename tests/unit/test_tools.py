@@ -91,6 +91,7 @@ async def test_a_result_that_is_not_json_is_an_error_result():
         ({}, "city: Field required"),
         ({"city": 3}, "city: Input should be a valid string"),
         ({"city": "Oslo", "unit": "k"}, "unit: Input should be 'c' or 'f'"),
+        ({"city": "Oslo", "unit": None}, "unit: Input should be 'c' or 'f'"),  # null is not "left out"
         ({"city": "Oslo", "wind": True}, "wind: Extra inputs are not permitted"),
         (["Oslo"], "input must be an object, got an array"),
     ],

@@ -24,7 +24,9 @@ The package: ``record.py`` (the record), ``book.py`` (what the loop writes), ``l
                  ``state.Pending.to_dict()``, ``measured`` the engine's count (``state.Measured``),
                  ``calls_seen`` ``state.CallsSeen.to_dict()`` (the repeat guard's memory; a
                  checkpoint without it reads as a run with none); while an ``as_tool`` call
-                 runs, also ``subruns`` {call id: its sub-run's checkpoint} (``subagents.py``)
+                 runs, also ``subruns`` {call id: its sub-run's checkpoint} (``subagents.py``);
+                 after a handoff, ``agent``: the name of the target the run goes on under
+                 (``handoffs.py``; absent: the Agent itself)
     ending       the ending event as a dict, once the run has ended
     approvals    approval id -> {id, call_id, title, body, created_at, timeout_s, decision};
                  decision {approved, reason, approver, answered_at}: an answer after

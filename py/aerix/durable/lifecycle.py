@@ -24,8 +24,10 @@ from contextlib import aclosing
 from typing import TYPE_CHECKING, Any, AsyncGenerator, Sequence
 
 from ..artifacts import File, RunArtifacts
+from ..compaction import check_prompt_room
 from ..errors import AerixError
 from ..events import End, Event, event_from_dict
+from ..handoffs import active_agent, load_state
 from ..loop import Loop
 from ..state import Conversation, LoopState
 from ..stores import Store
@@ -143,6 +145,10 @@ class Runs:
         source: str | None = None,
     ) -> AsyncGenerator[Event, None]:
         try:
+            kept = self.agent._kept
+            if kept is not None and not kept.loaded:  # the run starts now: read the conversation it continues
+                self.agent._conversation = await kept.read(self.agent)
+            check_prompt_room(self.agent._conversation, prompt, self.agent.active)  # before a run is written
             record = await self.start(prompt, run_id, key, invoker, concurrency_key, source)
             # attachments, before the run starts (again, in place, if a crash came between)
             attached = await RunArtifacts(self.store, record.id).attach(files) if record.checkpoint is None else []
@@ -184,7 +190,7 @@ class Runs:
                 assert record.ending is not None
                 yield event_from_dict(record.ending)
                 return
-            _check_resumable(record, agent.system)
+            _check_resumable(record, agent)
             await self.take_key(lease, record)
             run = self.current = Durable(self.store, record, agent.clock, lease)
             checkpoint = record.checkpoint  # None: queued, it starts from this agent's conversation
@@ -194,14 +200,14 @@ class Runs:
                     conversation = await self.starting_conversation(record)
                     state = LoopState()
                     await run.checkpoint(conversation, state)
+                else:
+                    conversation, state = Conversation.from_dict(checkpoint), LoopState.from_dict(checkpoint)
+                await load_state(agent, conversation)  # and the handoff target's, if handed to one
             except AerixError as e:
                 if e.kind != "store":
                     raise  # a kept conversation of other instructions: the developer's to fix
                 yield End("error", e.message)  # the store failed before the run began
                 return
-            if checkpoint is not None:
-                conversation = Conversation.from_dict(checkpoint)
-                state = LoopState.from_dict(checkpoint)
             agent._conversation = conversation
             loop = Loop(agent, conversation, state, signal, run, Invoker.of(record.invoker), source=record.source)
             async with aclosing(loop.events()) as events:
@@ -224,7 +230,7 @@ class Runs:
         written with the run's id: ``conversations.py``) and the run's prompt."""
         agent, kept = self.agent, self.agent._kept
         if kept is not None and not kept.loaded:
-            agent._conversation = await kept.read(agent.system)
+            agent._conversation = await kept.read(agent)
         conversation = agent._conversation.copy()
         if kept is not None:
             await kept.write(conversation, record.id)
@@ -375,8 +381,16 @@ def _check_name(what: str, value: Any) -> None:
         raise AerixError("options", f"{what} must be a non-empty string or None, got {value!r}")
 
 
-def _check_resumable(record: RunRecord, system: str) -> None:
-    if record.checkpoint and record.checkpoint["messages"][0]["content"] != system:
+def _check_resumable(record: RunRecord, agent: Agent) -> None:
+    if not record.checkpoint:
+        return
+    conversation = Conversation.from_dict(record.checkpoint)
+    if conversation.agent is not None and active_agent(agent, conversation) is None:
+        raise AerixError(
+            "options",
+            f"run {record.id} was handed to the agent {conversation.agent!r}, which the handoffs of {agent.name!r} do not reach (or it has other instructions or tools); resume it with an Agent built with the same handoffs",
+        )
+    if active_agent(agent, conversation) is None:
         raise AerixError(
             "options", f"run {record.id} was started by an agent with other instructions or tools (or turn format); resume it with the same ones"
         )

@@ -153,6 +153,8 @@ def _unreadable_checkpoint(checkpoint: dict[str, Any]) -> str | None:
     taint = checkpoint.get("taint")
     if taint is not None and not (isinstance(taint, dict) and all(isinstance(taint.get(k), str) for k in ("source", "at"))):
         return f"has a taint {_short(taint)} that is not {{source, at}}"
+    if not isinstance(checkpoint.get("agent", ""), str):  # the handoff target it was handed to (handoffs.py)
+        return f"has an agent {_short(checkpoint['agent'])} that is not a name"
     pending = checkpoint.get("pending")
     if pending is not None and not _pending_reads(pending):
         return f"has a pending turn {_short(pending)} that does not read"

@@ -81,20 +81,40 @@ replaces its meta and bytes and keeps its place. ``get_artifact`` returns ``(met
 ``None``; ``list_artifacts`` the metas of one run, in the order of their first put. Artifacts
 live apart from run records: a checkpoint never holds their bytes.
 
-Implementations: :class:`MemoryStore` (here), :class:`aerix.stores.sqlite.SQLiteStore`
-(CPython and Pyodide), :class:`aerix.stores.indexeddb.IndexedDBStore` (the page). Every one
-passes :mod:`aerix.stores.contract`, which you can run on a store of your own.
+Implementations, each importable from here: :class:`MemoryStore` (here), ``SQLiteStore``
+(:mod:`aerix.stores.sqlite`; CPython and Pyodide), ``IndexedDBStore``
+(:mod:`aerix.stores.indexeddb`; the page). The last two are imported when first named (module
+``__getattr__``), so importing this package loads neither ``sqlite3`` (a package Pyodide loads
+apart) nor the page's store. Every one passes :mod:`aerix.stores.contract`, which you can run on
+a store of your own.
 """
 
 from __future__ import annotations
 
 import copy
 import inspect
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from ..errors import AerixError
 
-__all__ = ["MemoryStore", "STATE_ITEM_METHODS", "STORE_METHODS", "Store", "check_store", "has_state_items"]
+if TYPE_CHECKING:
+    from .indexeddb import IndexedDBStore
+    from .sqlite import SQLiteStore
+
+__all__ = ["IndexedDBStore", "MemoryStore", "SQLiteStore", "STATE_ITEM_METHODS", "STORE_METHODS", "Store", "check_store", "has_state_items"]
+
+
+def __getattr__(name: str) -> Any:
+    """``SQLiteStore`` and ``IndexedDBStore``, imported from their modules when first asked for."""
+    if name == "SQLiteStore":
+        from .sqlite import SQLiteStore
+
+        return SQLiteStore
+    if name == "IndexedDBStore":
+        from .indexeddb import IndexedDBStore
+
+        return IndexedDBStore
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 @runtime_checkable

@@ -1,0 +1,120 @@
+/**
+ * What the agent handle of both modes shares (runtime.mjs in the page, remote.mjs over the
+ * worker): the options its methods take, `agent.state`, `agent.asTool`, and the reference that
+ * names the Python Agent behind a handle.
+ *
+ * A handle is named across the edge (to Python, through the worker) by `{aerixAgent: id}`, an
+ * id chosen here when `ai.agent()` makes it and kept by Python with the Agent it built
+ * (py/aerix/page_options.py, `agent_of`). So a handle's reference is known at once in both modes,
+ * and a tool from `asTool` is plain data that crosses like any option.
+ *
+ * @module handle
+ */
+
+/** `agent.run(prompt, options)`'s options (Python's `Agent.run` keywords, camelCased); any other is refused. */
+export const RUN_OPTIONS = Object.freeze(["signal", "runId", "idempotencyKey", "invoker", "attachments", "source", "concurrencyKey"]);
+/** `agent.start(prompt, options)`'s options (Python's `Agent.start`). */
+export const START_OPTIONS = Object.freeze(["runId", "idempotencyKey", "invoker", "concurrencyKey"]);
+/** `agent.asTool(name, description, options)`'s options (Python's `Agent.as_tool`). */
+export const AS_TOOL_OPTIONS = Object.freeze(["trust"]);
+
+/** An Error as an aerix error from Python reads in JavaScript (runtime.mjs's `aerixError`). */
+export function aerixError(kind, message, reason = null) {
+  return Object.assign(new Error(message), { name: "AerixError", kind, reason });
+}
+
+/** `options` (an object, or nothing) when it holds only `known` names; else an AerixError "options". */
+export function checked(what, options, known) {
+  if (options === undefined || options === null) return {};
+  if (typeof options !== "object" || Array.isArray(options)) throw aerixError("options", `${what} must be an object, got ${Array.isArray(options) ? "an array" : typeof options}`);
+  const unknown = Object.keys(options).filter((k) => !known.includes(k)).sort();
+  if (unknown.length) throw aerixError("options", `unknown ${what} ${JSON.stringify(unknown)}; known: ${JSON.stringify([...known].sort())}`);
+  return options;
+}
+
+// -- references ----------------------------------------------------------------------------------
+
+const PREFIX = Array.from(globalThis.crypto.getRandomValues(new Uint8Array(6)), (b) => b.toString(16).padStart(2, "0")).join("");
+let made = 0;
+const refs = new WeakMap(); // handle -> its id
+
+/** A new agent id: unique in this realm, and unlike those of any other page or worker. */
+export function newRef() {
+  return `${PREFIX}-${++made}`;
+}
+
+/** `handle`, named `id` for `refOf`. */
+export function named(handle, id) {
+  refs.set(handle, id);
+  return handle;
+}
+
+/**
+ * `{aerixAgent: id}`: what names a handle made by `ai.agent()` to the Python side (which finds
+ * the Agent with page_options.agent_of); anything else is an AerixError "options".
+ */
+export function refOf(handle) {
+  const id = refs.get(handle);
+  if (id === undefined) throw aerixError("options", "expected an agent made by ai.agent()");
+  return { aerixAgent: id };
+}
+
+/**
+ * `agent.asTool(name, description, { trust })`: a tool for another agent's `tools` (of the same
+ * `ai`) that runs this agent on the task it is given, as Python's `as_tool` (aerix.subagents):
+ * input `{task}`, result its final answer; `trust: { taint, guardWhenTainted }` as a JS tool's.
+ */
+export function agentTool(handle, name, description, options) {
+  const { trust } = checked(`asTool(${JSON.stringify(name)}) option(s)`, options, AS_TOOL_OPTIONS);
+  return { name, description, agent: refOf(handle), ...(trust === undefined ? {} : { trust }) };
+}
+
+/**
+ * `ai.agent(options)`'s options with `handoffs: [handle, ...]` (agents of the same `ai`, Python's
+ * `Agent(handoffs=...)`, aerix.handoffs) as their references, which cross to Python in either mode.
+ * @param {object} options
+ */
+export function withHandoffRefs(options) {
+  if (!options || options.handoffs === undefined || options.handoffs === null) return options;
+  if (!Array.isArray(options.handoffs)) throw aerixError("options", `handoffs must be an array of agents made by ai.agent(), got ${typeof options.handoffs}`);
+  // a reference already (the worker gets the page's) crosses as it is
+  const ref = (h) => (typeof h?.aerixAgent === "string" && !refs.has(h) ? { aerixAgent: h.aerixAgent } : refOf(h));
+  return { ...options, handoffs: options.handoffs.map(ref) };
+}
+
+// -- agent.state ---------------------------------------------------------------------------------
+
+/**
+ * `agent.state` over `call(method, collection, args)` (one call into Python, page.py's
+ * `state_call`): Python's `agent.state` (aerix.agent_state) method for method, each returning a
+ * promise, values as plain objects. `collection(name)` answers at once; a name the agent has
+ * no collection for rejects each of its calls.
+ */
+export function agentState(call) {
+  const collection = (name) =>
+    Object.freeze({
+      /** Every document, in the order first upserted. */
+      list: () => call("list", name, []),
+      /** The document with this id, or undefined. */
+      get: (id) => call("get", name, [id]),
+      /** Add a document (checked by the collection's field map), or replace the one with its id; the document as kept. */
+      upsert: (doc) => call("upsert", name, [doc]),
+      /** Remove the document with this id; whether there was one. */
+      remove: (id) => call("remove", name, [id]),
+      /** The taint mark `{source, at}` of the document with this id, or undefined. */
+      tainted: (id) => call("tainted", name, [id]),
+    });
+  return Object.freeze({
+    /** Read the state from the store (each run does this at its start). */
+    load: () => call("load", null, []),
+    /** The value kept under `key`, or `fallback`; rejects until the state is loaded (`load()`, a run, a write). */
+    get: (key, fallback) => call("get", null, [key, fallback]),
+    /** Keep `value` (JSON) under `key`. */
+    set: (key, value) => call("set", null, [key, value]),
+    /** Forget the value kept under `key`. */
+    delete: (key) => call("delete", null, [key]),
+    /** The taint mark `{source, at}` of the value under `key`, or undefined. */
+    tainted: (key) => call("tainted", null, [key]),
+    collection,
+  });
+}

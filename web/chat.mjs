@@ -22,8 +22,12 @@
  *   ending     the run's `final` or `end` event, or null
  *   error      {name, kind, reason, message} of a failure the agent threw (`busy`...), or null
  *   thought    the latest turn's thought, or null
- *   calls      [{id, tool, input, result?, error?}]: this run's calls, announced by their turn,
- *              then filled in by their `result`
+ *   calls      [{id, tool, input, result?, error?, subagent?}]: this run's calls, announced by
+ *              their turn, then filled in by their `result`; `subagent`, for a call of an agent
+ *              as a tool, is its sub-run as a state of its own, reduced from the `subagent`
+ *              events of that call (their inner events) as they come: `agent` (its name),
+ *              `status`, `thought`, `calls` (a sub-run's own sub-runs nest again), `answer`,
+ *              `ending`, `usage`, `artifacts`... (its usage is not in the run's `usage`)
  *   approvals  [{runId, approvalId, title, body}]: pending approvals, until answered
  *   usage      {promptTokens, completionTokens, cachedTokens}, summed over the conversation
  *   taint      the conversation's `taint` event, or null
@@ -111,6 +115,22 @@ function upsertCall(calls, { id, tool, input }, result) {
   return replace(calls, i, call);
 }
 
+/**
+ * A sub-run's event (`subagent {callId, tool, agent, event}`): reduced into the calling call's
+ * `subagent` state. A sub-run that was waiting goes on with its next event (its approval was the
+ * run's, answered there).
+ */
+function subagent(s, ev) {
+  const i = s.calls.findIndex((c) => c.id === ev.callId);
+  const call = i < 0 ? { id: ev.callId, tool: ev.tool, input: null } : s.calls[i];
+  let sub = call.subagent ?? next(initialState, { agent: ev.agent, status: "running" });
+  if (sub.status === "waiting") sub = next(sub, { status: "running", approvals: freeze([]) });
+  const after = reduce(sub, ev.event);
+  if (after === call.subagent) return s;
+  const updated = { ...call, subagent: after };
+  return next(s, { calls: i < 0 ? append(s.calls, updated) : replace(s.calls, i, updated) });
+}
+
 const STEPS = {
   // -- the store's own actions --
   "chat.send": (s, a) => next(s, { ...RUN, status: "running", runId: a.runId ?? null, messages: append(s.messages, message("user", a.text, { runId: a.runId })) }),
@@ -151,6 +171,7 @@ const STEPS = {
     const { id, mediaType, filename = null, size } = ev;
     return next(s, { artifacts: append(s.artifacts, { id, mediaType, filename, size, callId: running?.id ?? null }) });
   },
+  subagent,
   taint: (s, ev) => next(s, { taint: freeze({ ...ev }) }),
   compact: (s) => next(s, { compactions: s.compactions + 1 }),
   waiting: (s, ev) => {

@@ -14,6 +14,12 @@ ends the run ``loop``. The guard remembers a call only once it has its result, i
 state, so a call that stops midway (an approval, an abort) and runs again on resume is counted
 once, and a resumed run knows the calls before its checkpoint.
 
+A call runs in a task of its own (:class:`LiveCall`), so that what its tool surfaces while it
+runs (``Caller.surface``: an ``as_tool`` sub-run's events, each wrapped in a ``subagent`` event)
+reaches the run's caller as it comes, after the call's ``call`` event (yielded early, with the
+first of them) and before its result. The tool waits at each surfaced event until the caller
+took it, as a run waits at each of its own events.
+
 Every wait on a tool goes through :func:`until_aborted`, which is also how a generation is
 waited for: the awaited step runs in its own task and is cancelled the moment the signal
 aborts, so a hung tool or engine cannot outlast an abort or a timeout. So does every other
@@ -31,11 +37,11 @@ import asyncio
 import hashlib
 import json
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, AsyncGenerator
 
 from .abort import Abort
 from .errors import AerixError
-from .events import Call, NewArtifact, Result, Taint
+from .events import Call, Event, NewArtifact, Result, Taint
 from .state_taint import CallReads
 from .tools import Tool, ToolContext, run_tool
 from .trust import TrustFlag, flag_holds, policy_refusal
@@ -44,7 +50,9 @@ from .turn import repeated_note
 if TYPE_CHECKING:
     from .loop import Loop
 
-__all__ = ["Caller", "RepeatedCall", "StepInterrupted", "call_tool", "until_aborted"]
+__all__ = ["Caller", "LiveCall", "RepeatedCall", "StepInterrupted", "call_tool", "until_aborted"]
+
+Outcome = tuple[Call, list[NewArtifact | Taint | Result]]
 
 
 class StepInterrupted(Exception):
@@ -58,14 +66,60 @@ class RepeatedCall(Exception):
 @dataclass
 class Caller:
     """A call as a run it starts sees it (``ctx.caller``; an ``as_tool`` sub-run, ``subagents.py``):
-    the calling run's loop and the call's id. ``tainted``: that run met content from outside, so
-    this call's result taints the calling conversation, as a ``taint`` tool's result does.
-    ``failed``: the store failed under that run, so the calling run ends here as if it had failed."""
+    the calling run's loop and the call, as it runs (a ``before_call`` hook may change its input).
+    ``tainted``: that run met content from outside, so this call's result taints the calling
+    conversation, as a ``taint`` tool's result does. ``failed``: the store failed under that run,
+    so the calling run ends here as if it had failed."""
 
     loop: Loop
-    call_id: str
+    call: Call
+    live: LiveCall | None = None
     tainted: bool = False
     failed: AerixError | None = None
+
+    @property
+    def call_id(self) -> str:
+        return self.call.id
+
+    async def surface(self, event: Event) -> None:
+        """Hand ``event`` to the calling run's caller now, after this call's ``call`` event and
+        before its result; return once it was taken."""
+        if self.live is not None:
+            await self.live.surface(self.call, event)
+
+
+class LiveCall:
+    """One call, run in a task of its own by :meth:`events`, which yields what its tool surfaces
+    as it comes (the call's ``call`` event first); :attr:`outcome` then holds what
+    :func:`call_tool` returned. ``shown``: the ``call`` event was yielded here."""
+
+    def __init__(self, loop: Loop, call: Call) -> None:
+        self.loop, self.call = loop, call
+        self.shown = False
+        self.outcome: Outcome | None = None
+        self._queue: asyncio.Queue[tuple[Call, Event, asyncio.Future[None]] | None] = asyncio.Queue()
+
+    async def surface(self, call: Call, event: Event) -> None:
+        taken: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._queue.put_nowait((call, event, taken))
+        await taken  # the tool goes on once the caller took the event
+
+    async def events(self) -> AsyncGenerator[Event, None]:
+        task = asyncio.ensure_future(call_tool(self.loop, self.call, self))
+        task.add_done_callback(lambda _: self._queue.put_nowait(None))
+        try:
+            while (item := await self._queue.get()) is not None:
+                call, event, taken = item
+                if not self.shown:
+                    self.shown = True
+                    yield call
+                yield event
+                if not taken.done():
+                    taken.set_result(None)
+            self.outcome = task.result()  # what the call raised is raised here
+        finally:
+            if not task.done():  # the caller stopped reading, or was cancelled: stop the call
+                await _stop(task)
 
 
 async def until_aborted(awaitable: Any, signal: Abort) -> Any:
@@ -106,14 +160,14 @@ async def _stop(task: asyncio.Future[Any]) -> None:
         task.exception()  # retrieved, so asyncio does not report it as never retrieved
 
 
-async def call_tool(loop: Loop, call: Call) -> tuple[Call, list[NewArtifact | Taint | Result]]:
+async def call_tool(loop: Loop, call: Call, live: LiveCall | None = None) -> Outcome:
     """One call, as the loop runs it: the call as it ran (a hook may change its input), and the
     events that follow it (an ``artifact`` per file it kept, a ``taint`` if this result is the
-    first from outside, the result). Raises :class:`RepeatedCall` when the repeat guard ends
-    the run."""
+    first from outside, the result); what its tool surfaces goes to ``live``. Raises
+    :class:`RepeatedCall` when the repeat guard ends the run."""
     cap = loop.limits.repeat_calls
     if cap is None:
-        return await _call(loop, call)
+        return await _call(loop, call, live)
     seen = loop.state.seen
     key = _key(call)
     in_row = seen.in_row + 1 if key == seen.last else 1
@@ -122,7 +176,7 @@ async def call_tool(loop: Loop, call: Call) -> tuple[Call, list[NewArtifact | Ta
     handoff = call.tool in loop.agent.handoff_tools  # each handoff switches: never answered from an earlier one
     earlier = None if handoff else seen.answered.get(key)
     if earlier is None:
-        ran, events = await _call(loop, call)
+        ran, events = await _call(loop, call, live)
     else:
         earlier_id, text = earlier
         ran, events = call, [loop.fit(Result(call.id, call.tool, repeated_note(call.tool, earlier_id, text), False, earlier_id), None)]
@@ -140,14 +194,14 @@ def _key(call: Call) -> str:
     return hashlib.sha256(canonical.encode("ascii")).hexdigest()
 
 
-async def _call(loop: Loop, call: Call) -> tuple[Call, list[NewArtifact | Taint | Result]]:
+async def _call(loop: Loop, call: Call, live: LiveCall | None) -> Outcome:
     """The call's way after the repeat guard: permission, hooks, taint, the run, the cut."""
     agent = loop.agent
     tool = agent.tool_named(call.tool)
     # the run's signal; a tool with its own timeout_s gets a child, which that timeout aborts alone
     signal = loop.signal if tool.timeout_s is None else Abort.following(loop.signal)
     artifacts = loop.artifacts.for_call(call.id)  # this execution's puts: their ids and events
-    caller = Caller(loop, call.id)
+    caller = Caller(loop, call, live)
     ctx = ToolContext(
         signal=signal,
         call_id=call.id,
@@ -167,7 +221,7 @@ async def _call(loop: Loop, call: Call) -> tuple[Call, list[NewArtifact | Taint 
         if refused is None and hooks.before_call is not None:
             answer = await until_aborted(hooks.before(call, ctx), loop.signal)
             if answer is not None and answer[0] == "input":
-                call = Call(call.id, call.tool, answer[1])
+                call = caller.call = Call(call.id, call.tool, answer[1])
             refused = f"refused: {answer[1]}" if answer is not None and answer[0] == "deny" else None
         if refused is None:
             refused = await _taint_guard(loop, tool, call, ctx)

@@ -6,8 +6,9 @@ Each event is a frozen dataclass with a literal ``type`` and converts to a plain
 A run yields, per generation: ``text`` deltas (and ``final_delta`` pieces of the answer as it
 is written), one ``usage``; then either ``retry`` (the turn was
 refused), or ``turn`` followed by ``call``/``result`` per call (an ``artifact`` per file the call kept,
-then a ``taint`` before the first result from outside; after a handoff call's result, a
-``handoff``); a run with attachments starts with their
+then a ``taint`` before the first result from outside; a call of an agent as a tool,
+``as_tool``, has its sub-run's events, each wrapped in a ``subagent`` event, between its ``call``
+and its ``result``; after a handoff call's result, a ``handoff``); a run with attachments starts with their
 ``artifact`` events; before a generation whose prompt would not leave room, a ``compact``
 (after its summary generation's ``usage``, when the model wrote the summary); and finally **exactly one ending**: ``final`` or ``end``. A durable run may
 instead stop at a ``waiting`` event (an approval is pending) or an ``interrupted`` one (the agent
@@ -32,6 +33,7 @@ __all__ = [
     "NewArtifact",
     "Result",
     "Retry",
+    "SubagentEvent",
     "Taint",
     "Text",
     "Turn",
@@ -273,10 +275,29 @@ class Interrupted(_EventBase):
     type: Literal["interrupted"] = field(default="interrupted", init=False)
 
 
-Event = Union[Text, FinalDelta, Usage, Compacted, Turn, Call, NewArtifact, Taint, Result, Handoff, Retry, Waiting, Interrupted, Final, End]
+@dataclass(frozen=True)
+class SubagentEvent(_EventBase):
+    """An event of a sub-run, as it happens: ``event``, yielded by the run of the agent ``agent``
+    that call ``call_id`` of the tool ``tool`` (``agent.as_tool(tool, ...)``) started. Between
+    that call's ``call`` and its ``result``; the ``call`` comes early, with the first of them.
+    ``event`` is any event, the sub-run's own ending (``final``, ``end``) or stop (``waiting``)
+    included: it ends the sub-run, never this run. A sub-run's sub-run nests again (``event`` is
+    then a ``subagent`` event of its own, its ``call_id`` a call of the sub-run). ``to_dict()``
+    nests the inner event's dict."""
+
+    call_id: str
+    tool: str
+    agent: str
+    event: Event
+    type: Literal["subagent"] = field(default="subagent", init=False)
 
 
-_BY_TYPE: dict[str, type] = {c.type: c for c in (Text, FinalDelta, Usage, Compacted, Turn, Call, NewArtifact, Taint, Result, Handoff, Retry, Waiting, Interrupted, Final, End)}
+Event = Union[Text, FinalDelta, Usage, Compacted, Turn, Call, NewArtifact, Taint, Result, Handoff, Retry, SubagentEvent, Waiting, Interrupted, Final, End]
+
+
+_BY_TYPE: dict[str, type] = {
+    c.type: c for c in (Text, FinalDelta, Usage, Compacted, Turn, Call, NewArtifact, Taint, Result, Handoff, Retry, SubagentEvent, Waiting, Interrupted, Final, End)
+}
 
 
 def event_from_dict(data: dict[str, Any]) -> Event:
@@ -285,5 +306,7 @@ def event_from_dict(data: dict[str, Any]) -> Event:
     args = {k: v for k, v in data.items() if k != "type"}
     if cls is Turn:
         args["calls"] = tuple(event_from_dict(c) for c in args["calls"])
+    if cls is SubagentEvent:
+        args["event"] = event_from_dict(args["event"])
     event: Event = cls(**args)
     return event

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any, AsyncGenerator, Callable, Protocol, Union
 
 from .abort import Abort
 from .artifacts import RunArtifacts
-from .calls import RepeatedCall, StepInterrupted, call_tool, until_aborted
+from .calls import LiveCall, RepeatedCall, StepInterrupted, until_aborted
 from .channels import Channels
 from .compaction import compact, fit_result
 from .errors import AerixError, describe
@@ -360,15 +360,21 @@ class Loop:
     # -- phase: calls ---------------------------------------------------------------------
 
     async def call_tools(self, pending: Pending) -> AsyncGenerator[Event, None]:
-        """Run the calls not yet run, one at a time, in order (each as ``calls.call_tool`` says);
-        feed their results back. A handoff call's result hands the conversation over
-        (``handoffs.hand_off``): the turn ends there."""
+        """Run the calls not yet run, one at a time, in order (each as ``calls.call_tool`` says),
+        what a tool surfaces as it runs passed on live (``calls.LiveCall``); feed their results
+        back. A handoff call's result hands the conversation over (``handoffs.hand_off``): the
+        turn ends there."""
         for call in pending.calls_left:
+            live = LiveCall(self, call)
             try:
                 halted = self.halted()
                 if halted is not None:
                     raise StepInterrupted
-                ran, events = await call_tool(self, call)
+                async with aclosing(live.events()) as surfaced:
+                    async for ev in surfaced:
+                        yield ev
+                assert live.outcome is not None
+                ran, events = live.outcome
             except (StepInterrupted, HookFailed, RepeatedCall) as e:
                 self.stop = self.halted() or End("loop" if isinstance(e, RepeatedCall) else "error", str(e))
                 for cancelled in self.close_turn(self.stop.message):
@@ -386,7 +392,8 @@ class Loop:
             switched = [] if target is None else await hand_off(self, target)  # it checkpoints
             if target is None:
                 await self.checkpoint()
-            yield ran
+            if not live.shown:
+                yield ran
             for ev in [*events, *switched]:
                 yield ev
             if target is not None:

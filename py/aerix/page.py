@@ -31,7 +31,7 @@ from .agent import Agent
 from .agent_state import AgentState
 from .durable import RunRecord
 from .errors import AerixError
-from .events import Event
+from .events import Event, SubagentEvent
 from .page_artifacts import artifact_view, attachments_from_js
 from .conversations import transcript
 from .page_options import JsChannel, agent_from_js, as_dict, js_channel, register_agent
@@ -49,13 +49,17 @@ _EVENT_KEYS = {
     "dropped_turns": "droppedTurns",
     "tokens_before": "tokensBefore",
     "tokens_after": "tokensAfter",
+    "call_id": "callId",
 }
 
 
 def event_view(event: Event) -> dict[str, Any]:
     """What the page sees of an event: its dict with camelCase keys; tool inputs are the user's
-    data and keep theirs."""
-    return {_EVENT_KEYS.get(k, k): v for k, v in event.to_dict().items()}
+    data and keep theirs; a ``subagent`` event's inner event is viewed so too."""
+    view = {_EVENT_KEYS.get(k, k): v for k, v in event.to_dict().items()}
+    if isinstance(event, SubagentEvent):
+        view["event"] = event_view(event.event)
+    return view
 
 
 class PageAgent:

@@ -17,6 +17,14 @@ naming the reason. What the sub-run shares with the run that calls it (the *pare
              this call, whatever its ending: a ``taint`` event naming this tool comes before the
              result, as for a ``taint`` tool. ``trust=`` takes the flags ``tool(...)`` takes.
 
+The sub-run's events reach the parent's caller as they happen, each wrapped in a ``subagent``
+event (``events.SubagentEvent``: the calling call's id, this tool's name, the sub-agent's name,
+the event), between the parent's ``call`` of it (yielded early, with the first of them) and its
+``result``; the sub-run waits at each until the parent's caller took it. Its ending (``final``,
+``end``) or its ``waiting`` is one of them, inside the wrapper: the parent's own ending stays
+its one. A sub-run's sub-run nests again. A parent's abort or timeout may cut the sub-run off
+before its ending: the parent's call then gets its ``cancelled`` result, as any call.
+
 A sub-run of a durable parent (an Agent with a store) is durable with it (:class:`SubRun`):
 
 - its checkpoints are kept in the parent's (``subruns``: the calling call id -> the sub-run's
@@ -28,7 +36,10 @@ A sub-run of a durable parent (an Agent with a store) is durable with it (:class
   emits likewise (their run id is ``<parent run id>/<calling call id>``);
 - an approval it needs (``ctx.approve``, the taint guard) makes the parent wait: the parent's
   ``waiting`` names approval ``<calling call id>/<its call id>.<n>``, answered with the parent's
-  ``approve``; the parent resumes into the sub-run, which runs that call again from its start;
+  ``approve``; the parent resumes into the sub-run, which runs that call again from its start.
+  The resumed stream shows the parent's ``call`` again (it runs again from its start), then the
+  sub-run's events from its checkpoint on: what it did before (its generations, the results of
+  its earlier calls) is not shown again, as a resumed run does not show its own;
 - a store that fails under it fails every run above it too (``Caller.failed``), as it fails a
   run: no model is shown an error it could act on by calling again, and once the store works the
   top run resumes into the sub-run.
@@ -45,7 +56,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Awaitable, Callable, TypeVar
 
 from .errors import AerixError
-from .events import End, Final, Interrupted, Waiting
+from .events import End, Final, Interrupted, SubagentEvent, Waiting
 from .handoffs import active_agent, limits_for
 from .loop import Book, Loop, Memory, Stop, TokenBudget
 from .state import Conversation, LoopState
@@ -147,6 +158,8 @@ def agent_tool(agent: Agent, name: str, description: str, trust: dict[str, Trust
             async with aclosing(loop.events()) as events:
                 async for ev in events:
                     last = ev
+                    if caller is not None:  # live, to the parent's caller, under this call
+                        await caller.surface(SubagentEvent(caller.call_id, name, agent.name, ev))
         finally:
             tokens.settle(loop.state)
             if caller is not None:

@@ -7,6 +7,9 @@ on every run:
     raised      nothing escapes ``run()`` (a bad *call*, ``AerixError`` ``options``/``busy``
                 raised before the run starts, is not a run and is not fuzzed)
     endings     exactly one stop (``final`` or ``end``, or ``waiting`` for an approval), last
+    nesting     a sub-run's events (``subagent``) come between the ``call`` of their call id and
+                its ``result``, and a sub-run's own stop, if it has one, is its last event; all
+                the way down
     busy        the agent is free afterwards: a second run starts and, once the faults are
                 gone, answers (``again``)
     to_dict     every event converts to plain JSON and has a repr
@@ -47,6 +50,30 @@ STOPS = ("final", "end", "waiting")
 # stack has already overflowed, which kills the page (so deep data is refused before it is walked)
 _OVERFLOW = "maximum recursion depth"
 CASE_TIMEOUT_S = 20.0
+
+
+def _misnested(events: list[Event]) -> str | None:
+    """How the ``subagent`` events of ``events`` break the nesting promise, if they do."""
+    open_calls: set[str] = set()
+    inner: dict[str, list[Event]] = {}
+    for ev in events:
+        if ev.type == "call":
+            open_calls.add(ev.id)  # type: ignore[union-attr]
+        elif ev.type == "result":
+            open_calls.discard(ev.id)  # type: ignore[union-attr]
+        elif ev.type == "subagent":
+            call_id = ev.call_id  # type: ignore[union-attr]
+            if call_id not in open_calls:
+                return f"{call_id}: a subagent event outside its call"
+            inner.setdefault(call_id, []).append(ev.event)  # type: ignore[union-attr]
+    for call_id, sub in inner.items():
+        stops = [i for i, ev in enumerate(sub) if ev.type in STOPS]
+        if stops and stops != [len(sub) - 1]:
+            return f"{call_id}: a sub-run's stop is not its last event"
+        deeper = _misnested(sub)
+        if deeper is not None:
+            return f"{call_id} › {deeper}"
+    return None
 
 
 @dataclass(frozen=True)
@@ -141,6 +168,9 @@ class Probe:
         if len(stops) != 1 or events[-1] is not stops[0]:
             last = _summary(events[-1]) if events else "nothing"
             self.fail("endings", f"{len(stops)} stops", f"{label}: {len(stops)} stops; last event {last}")
+        misnested = _misnested(events)
+        if misnested is not None:
+            self.fail("nesting", misnested.split(": ")[-1], f"{label}: {misnested}")
         self._record_written(events)
         for ev in events:
             try:

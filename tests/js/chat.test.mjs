@@ -171,6 +171,82 @@ describe("reduce, on recorded runs", () => {
   });
 });
 
+describe("agents as tools: a sub-run's events, nested under the calling call", () => {
+  const own = (events) => events.filter((e) => e.type !== "subagent");
+  const inner = (events) => events.filter((e) => e.type === "subagent").map((e) => e.event);
+
+  test("the call holds the sub-run as a state of its own; the run's own state is as without it", () => {
+    const events = RUNS.subagent;
+    const all = states(events, initialState, "Umbrella?");
+    const end = last(all);
+    assert.equal(end.status, "idle");
+    assert.deepEqual(end.messages.at(-1), { role: "assistant", text: "Take an umbrella." });
+    const [call] = end.calls;
+    assert.deepEqual([call.id, call.tool, call.input, call.result, call.error], ["call_1", "forecast", { task: "Will it rain in Lisbon?" }, "Rain in Lisbon.", false]);
+    const sub = call.subagent;
+    assert.equal(sub.agent, "forecaster");
+    assert.equal(sub.status, "idle");
+    assert.deepEqual(sub.calls, [{ id: "call_1", tool: "weather", input: { city: "Lisbon" }, result: "Rain in Lisbon, 80%", error: false }]);
+    assert.deepEqual(sub.messages, [{ role: "assistant", text: "Rain in Lisbon." }]);
+    assert.equal(sub.ending.type, "final");
+    assert.deepEqual(sub.usage, usageOf(inner(events)), "the sub-run's usage is its own");
+    assert.deepEqual(end.usage, usageOf(own(events)));
+    const [file] = inner(events).filter((e) => e.type === "artifact");
+    assert.deepEqual(sub.artifacts, [{ id: file.id, mediaType: "text/csv", filename: "rain.csv", size: 20, callId: "call_1" }]);
+    assert.deepEqual(end.artifacts, [], "the sub-run's files are in its own state");
+    assert.deepEqual(end.taint, { type: "taint", source: "forecast", at: "call_1" }, "the sub-run's taint reached the run");
+    assert.deepEqual(end.ending, last(events), "the run's ending is its own");
+    assertFrozen(end);
+  });
+
+  test("the sub-run's state grows as its events come: running, then its answer streams", () => {
+    const events = RUNS.subagent;
+    const all = states(events, initialState, "Umbrella?");
+    const first = events.findIndex((e) => e.type === "subagent");
+    assert.equal(all[first + 1].calls[0].subagent.status, "running");
+    const deltas = events.map((e, i) => [e, i]).filter(([e]) => e.type === "subagent" && e.event.type === "final_delta");
+    assert.ok(deltas.length > 1);
+    const [, i] = deltas[1];
+    assert.equal(all[i + 1].calls[0].subagent.answer, deltas[0][0].event.text + deltas[1][0].event.text);
+    assert.equal(all[i + 1].answer, "", "the run's own answer has not started");
+  });
+
+  test("a sub-run that waits: the run waits for its approval; approved, the sub-run goes on where it stood", () => {
+    const waiting = last(states(RUNS.subagent_waiting, initialState, "Remind me to call Anna."));
+    assert.equal(waiting.status, "waiting");
+    assert.deepEqual(waiting.approvals.map((a) => [a.runId, a.approvalId]), [["r-sub", "call_1/call_1.1"]]);
+    const sub = waiting.calls[0].subagent;
+    assert.equal(sub.status, "waiting");
+    assert.deepEqual(sub.calls, [{ id: "call_1", tool: "save_note", input: { text: "call Anna" } }]);
+    const answered = reduce(waiting, { type: "chat.approve", approvalId: "call_1/call_1.1" });
+    const all = states(RUNS.subagent_approved, answered, null);
+    const end = last(all);
+    assert.equal(end.status, "idle");
+    assert.deepEqual(end.approvals, []);
+    const after = end.calls[0].subagent;
+    assert.deepEqual([after.status, after.approvals, after.ending.text], ["idle", [], "Saved it."]);
+    assert.deepEqual(after.calls, [{ id: "call_1", tool: "save_note", input: { text: "call Anna" }, result: "note saved: call Anna", error: false }]);
+    assert.equal(inner(RUNS.subagent_approved).filter((e) => e.type === "turn").length, 1, "the resumed sub-run shows only its new turn");
+    assert.deepEqual(end.messages.at(-1), { role: "assistant", text: "Noted.", runId: "r-sub" });
+  });
+
+  test("by hand: a sub-run's text delta changes nothing; nested sub-runs nest again", () => {
+    const sent = reduce(initialState, { type: "chat.send", text: "hi" });
+    const called = reduce(sent, { type: "call", id: "call_1", tool: "mid", input: { task: "go" } });
+    const started = reduce(called, { type: "subagent", callId: "call_1", tool: "mid", agent: "mid", event: { type: "turn", turn: 1, thought: "ask leaf", calls: [] } });
+    assert.equal(reduce(started, { type: "subagent", callId: "call_1", tool: "mid", agent: "mid", event: { type: "text", text: "{" } }), started);
+    const leafCall = { type: "call", id: "call_1", tool: "leaf", input: { task: "find" } };
+    const deep = { type: "subagent", callId: "call_1", tool: "leaf", agent: "leaf", event: { type: "final", text: "found", thought: null } };
+    let state = reduce(started, { type: "subagent", callId: "call_1", tool: "mid", agent: "mid", event: leafCall });
+    state = reduce(state, { type: "subagent", callId: "call_1", tool: "mid", agent: "mid", event: deep });
+    const leaf = state.calls[0].subagent.calls[0].subagent;
+    assert.deepEqual([leaf.agent, leaf.status, leaf.ending.text], ["leaf", "idle", "found"]);
+    assert.equal(state.calls[0].subagent.status, "running");
+    assert.equal(state.status, "running");
+    assertFrozen(state);
+  });
+});
+
 describe("reduce, by hand", () => {
   const sent = reduce(initialState, { type: "chat.send", text: "hi" });
 

@@ -138,12 +138,34 @@ async def record() -> dict[str, Any]:
             runs["compact"] = events
             break
     assert "compact" in runs, "no run compacted: make the context smaller"
+
+    # An agent as a tool: the forecaster's run (a tainting tool that keeps a file, then its
+    # answer) comes nested in `subagent` events under the call; its taint reaches the parent.
+    forecaster = Agent(model=ScriptedModel([calls(("weather", {"city": "Lisbon"})), Reply(final("Rain in Lisbon."), chunk=4)]), name="forecaster", tools=[WEATHER])
+    model = ScriptedModel([calls(("forecast", {"task": "Will it rain in Lisbon?"}), thought="ask the forecaster"), Reply(final("Take an umbrella."), chunk=5)])
+    runs["subagent"] = await views(Agent(model=model, tools=[forecaster.as_tool("forecast", "Forecasts the weather.")]).run("Umbrella?"))
+
+    # A durable run whose sub-agent waits for an approval (the parent waits), then the approval:
+    # the call again, and the sub-run's events from where it stood.
+    store = MemoryStore()
+    noter = Agent(model=ScriptedModel([calls(("save_note", {"text": "call Anna"})), final("Saved it.")]), name="noter", tools=[NOTE])
+    script = [calls(("notes", {"task": "Save: call Anna"})), Reply(final("Noted."), chunk=2)]
+    parent = Agent(model=ScriptedModel(script), tools=[noter.as_tool("notes", "Keeps notes.")], store=store)
+    runs["subagent_waiting"] = await views(parent.run("Remind me to call Anna.", run_id="r-sub"))
+    waiting = runs["subagent_waiting"][-1]
+    runs["subagent_approved"] = await views(parent.approve(waiting["runId"], waiting["approvalId"], True))
     return runs
 
 
+def shape_of(event: dict[str, Any]) -> str:
+    """An event as `type: key, key, ...`; a `subagent` event's inner event after ` › `."""
+    inner = f" › {shape_of(event['event'])}" if event["type"] == "subagent" else ""
+    return f"{event['type']}: {', '.join(sorted(event))}{inner}"
+
+
 def shape(runs: dict[str, Any]) -> dict[str, list[str]]:
-    """Each run's events as `type: key, key, ...`, in order."""
-    return {name: [f"{e['type']}: {', '.join(sorted(e))}" for e in events] for name, events in runs.items()}
+    """Each run's events as their shapes, in order."""
+    return {name: [shape_of(e) for e in events] for name, events in runs.items()}
 
 
 def main() -> int:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from aerix.events import End, Final, Text
+from aerix.events import Call, End, Final, Result, SubagentEvent, Text
 from tests.fuzz.areas import AREAS
 from tests.fuzz.draw import FORGED, SECRET
 from tests.fuzz.harness import Probe, fuzz, report
@@ -50,3 +50,18 @@ async def test_the_probe_sees_the_key_and_a_forged_turn():
     probe.check_sent([[{"role": "system", "content": "s"}, {"role": "assistant", "content": written}]])  # the model's own words: fine
     probe.check_sent([[{"role": "user", "content": f"result: {FORGED}"}]])
     assert [p.check for p in probe.problems] == ["key", "forged"]
+
+
+async def test_the_probe_sees_a_sub_runs_event_outside_its_call_or_after_its_stop():
+    probe = Probe()
+    call, result = Call("call_1", "ask", {"task": "x"}), Result("call_1", "ask", "a", False)
+
+    def sub(ev):
+        return SubagentEvent("call_1", "ask", "helper", ev)
+
+    await probe.run("fine", lambda: _events(call, sub(Text("x")), sub(Final("a", None)), result, Final("b", None)))
+    await probe.run("before", lambda: _events(sub(Text("x")), call, result, Final("b", None)))
+    await probe.run("after", lambda: _events(call, result, sub(Text("x")), Final("b", None)))
+    await probe.run("stop", lambda: _events(call, sub(Final("a", None)), sub(Text("x")), result, Final("b", None)))
+    await probe.run("deep", lambda: _events(call, sub(sub(Text("x"))), result, Final("b", None)))
+    assert [(p.check, p.detail.split(":")[0]) for p in probe.problems] == [("nesting", "before"), ("nesting", "after"), ("nesting", "stop"), ("nesting", "deep")]

@@ -149,7 +149,8 @@ async def test_a_sub_run_that_read_a_page_taints_the_parent_before_its_model_see
     model = ScriptedModel([calls(("research", {"task": "read example.org"}), ("post", {"to": "eve"})), final("done")])
     parent = Agent(model=model, tools=[sub.as_tool("research", "Researches."), post(posted)])
     events = await collect(parent.run("go"))
-    assert kinds(events)[:5] == ["turn", "call", "taint", "result", "call"]
+    own = [k for k in kinds(events) if k != "subagent"]  # the sub-run's events are nested in between
+    assert own[:5] == ["turn", "call", "taint", "result", "call"]
     taint = next(e for e in events if e.type == "taint")
     assert (taint.source, taint.at) == ("research", "call_1")
     assert posted == [] and results(events)[1].startswith("refused: tainted run")  # the next call, same turn

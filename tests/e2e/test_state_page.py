@@ -138,15 +138,33 @@ def test_an_older_pages_database_upgrades_and_its_state_moves_into_items_in_orde
 
 # Each tab loads the state, waits for the common start, then upserts its COUNT documents one by
 # one; when each write landed is returned, so the test can tell that the two tabs' writes overlap.
+# Each tab writes its first document, says so on a BroadcastChannel and writes the rest only once
+# it has heard the other tab's first write: the two tabs' writes overlap however the machine
+# schedules them (a tab started late under load once finished before the other began).
 UPSERT = NOTE + """
 import js
+from pyodide.ffi import create_proxy
 notes = agent("shared").state.collection("notes")
 before = [n.id for n in await notes.list()]
+channel = js.BroadcastChannel.new("two-tabs-upsert")
+heard = asyncio.get_event_loop().create_future()
+said = False
+def hear(event):
+    if not heard.done():
+        heard.set_result(event.data)
+        if said:
+            channel.postMessage(TAB)  # once more, for a tab that was not listening yet
+channel.onmessage = create_proxy(hear)
 await asyncio.sleep(max(0.0, (START - js.Date.now()) / 1000))
 times = []
 for i in range(COUNT):
     await notes.upsert({"id": f"{TAB}{i}", "text": f"from tab {TAB}"})
     times.append(js.Date.now())
+    if i == 0:
+        channel.postMessage(TAB)
+        said = True
+        await asyncio.wait_for(heard, 60)
+channel.close()
 json.dumps({"before": before, "first": times[0], "last": times[-1]})
 """
 LIST = NOTE + """

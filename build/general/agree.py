@@ -8,9 +8,10 @@
    how many tokens agree before the first difference.
 3. Q8_0: next-token distributions of the float32 weights against the same weights written as
    Q8_0 (build/requant.py's copy, read back and dequantized), at every position of the prompts
-   and their greedy continuations: mean KL(f32 || Q8_0) and top-1 agreement.
-``--q8`` with ``--server-gguf`` also runs llama-server on another GGUF (e.g. the merged
-aerix-general with a zero adapter) and compares its greedy output with the first server's.
+   and their greedy continuations: mean KL(f32 || Q8_0) and top-1 agreement (``--no-q8``: skipped).
+``--gguf`` another file (an F32 or Q8_0 copy) compares on that one; on F32 weights the two agree
+token for token, on quantized ones llama.cpp's 8-bit activations make the difference
+(build/general/TRAINING.md has the figures). Minutes on two cores.
 """
 
 from __future__ import annotations

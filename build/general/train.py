@@ -62,6 +62,11 @@ class Settings:
     eval_every: int = 100
     eval_batches: int = 16
     seed: int = 29
+    bf16: bool = False  # matmuls in bfloat16 (torch.autocast): about 1.5x faster here, less exact
+
+    def __post_init__(self) -> None:
+        if self.schedule not in ("cosine", "constant"):
+            raise ValueError(f"schedule {self.schedule!r}: cosine or constant")
 
 
 def lr_at(step: int, s: Settings) -> float:
@@ -161,7 +166,8 @@ def train(model: Llama, train_set: list[Example], val_set: list[Example], out: P
         loss_sum, weight, tokens = 0.0, 0.0, 0
         for _ in range(s.accum):
             _, ids, w = next(batches)
-            loss, n = weighted_loss(model, torch.from_numpy(ids), torch.from_numpy(w))
+            with torch.autocast("cpu", dtype=torch.bfloat16, enabled=s.bf16):
+                loss, n = weighted_loss(model, torch.from_numpy(ids), torch.from_numpy(w))
             loss.backward()
             loss_sum, weight, tokens = loss_sum + float(loss.detach()), weight + float(n), tokens + int((w.shape[0] * w.shape[1]))
         for p in params:
@@ -207,6 +213,8 @@ def _parse(argv: list[str] | None) -> tuple[argparse.Namespace, Settings]:
     for f in fields(Settings):
         if f.name == "targets":
             ap.add_argument("--targets", default=",".join(TARGETS), help="comma-separated, of " + ",".join(TARGETS))
+        elif f.type in (bool, "bool"):
+            ap.add_argument(f"--{f.name}", action="store_true")
         else:
             ap.add_argument(f"--{f.name.replace('_', '-')}", type=type(f.default), default=f.default)
     args = ap.parse_args(argv)

@@ -1,7 +1,7 @@
-"""The weights side of aerix-general (build/general/): the base read from its GGUF, LoRA, the
-resumable training loop and the GGUF written with an adapter merged. Tiny random models, so the
-whole file runs in seconds; the tests that need torch and tokenizers (build/model/requirements.txt,
-installed by `make model`) are skipped without them."""
+"""The weights side of aerix-general (build/general/) that needs no torch: the base's formats
+dequantized, the adapter file, the GGUF written with an adapter merged, `make general-model` and
+the micro-batches. Tiny GGUFs made here, so it runs in seconds. test_general_training.py has the
+parts that need torch."""
 
 from __future__ import annotations
 
@@ -16,10 +16,11 @@ from gguf import GGUFReader
 from gguf.quants import dequantize as gguf_dequantize
 from gguf.quants import quantize
 
-from build.general.base import dequantize_q4_1, dequantize_q8_0, read_base
-from build.general.batches import Example, encode, epoch_batches, micro_batches
-from build.general.gguf_out import apply
 from build.general.adapter import load_adapter, merged, save_adapter
+from build.general.base import dequantize_q4_1, dequantize_q8_0, read_base
+from build.general.batches import Example, epoch_batches, micro_batches
+from build.general.gguf_out import apply
+from build.general.model import FILE, GeneralError, link_into, make, pin
 from build.models import SPECS, build_vocab, make_tensors, write_llama
 
 
@@ -110,6 +111,31 @@ def test_an_adapter_file_is_small_and_round_trips_in_float16(tmp_path):
         load_adapter(tiny_base(tmp_path / "base.gguf"))
 
 
+def test_make_general_model_stops_without_an_adapter_and_checks_what_it_makes(tmp_path):
+    base = tiny_base(tmp_path / "base.gguf")
+    adapter, manifest, cache = tmp_path / "adapter.lora", tmp_path / "manifest.json", tmp_path / "cache"
+    with pytest.raises(GeneralError, match="no trained adapter yet"):
+        make(adapter, manifest, cache, base)
+    assert not cache.exists()  # nothing written
+    random_adapter(adapter)
+    pinned = pin(adapter, manifest, cache, base)
+    (cache / FILE).unlink()
+    out = make(adapter, manifest, cache, base)
+    assert out == cache / FILE and hashlib.sha256(out.read_bytes()).hexdigest() == pinned["sha256"]
+    site = tmp_path / "site"
+    site.mkdir()
+    assert link_into(site, cache).read_bytes() == out.read_bytes()
+    random_adapter(adapter, zero=True)  # another adapter than the one pinned
+    with pytest.raises(GeneralError, match="not the one .* pins"):
+        make(adapter, manifest, cache, base)
+    random_adapter(adapter)
+    manifest.write_text(json.dumps({**pinned, "sha256": "0" * 64}))
+    (cache / FILE).unlink()
+    with pytest.raises(GeneralError, match="not the pinned"):
+        make(adapter, manifest, cache, base)
+    assert not (cache / FILE).exists()
+
+
 def test_micro_batches_keep_to_the_token_budget_and_drop_what_max_len_cuts_off():
     exs = [Example([1] * n, [0.0] * (n - 2) + [1.0, 1.0]) for n in (3, 5, 4, 6, 2)] + [Example([9] * 10, [0.0] * 8 + [1.0] * 2)]
     batches = epoch_batches(exs, 0, seed=0, budget=10, max_len=6, shuffle=False)
@@ -119,100 +145,3 @@ def test_micro_batches_keep_to_the_token_budget_and_drop_what_max_len_cuts_off()
     assert [k for (k, _, _), _ in zip(micro_batches(exs, 7, seed=0, budget=10, max_len=6, pad=0), range(3))] == [7, 8, 9]
     with pytest.raises(ValueError, match="within its first 6 tokens"):
         next(micro_batches(exs[-1:], 0, seed=0, budget=10, max_len=6, pad=0))
-
-
-# -- torch: LoRA, merging, resuming --------------------------------------------------------------
-
-torch = pytest.importorskip("torch")
-pytest.importorskip("tokenizers")
-
-from build.general import lora  # noqa: E402
-from build.general.train import Settings, train  # noqa: E402
-from build.model.torch_llama import Config, Llama  # noqa: E402
-
-CFG = Config(vocab=96, dim=64, layers=2, heads=4, kv_heads=2, ffn=128)
-
-
-def tiny_llama() -> Llama:
-    torch.manual_seed(0)
-    return Llama(CFG).eval()
-
-
-def logits(model: Llama, ids: torch.Tensor) -> torch.Tensor:
-    with torch.no_grad():
-        return model.head(lora.hidden(model, ids))
-
-
-def test_an_untrained_lora_is_the_base_exactly():
-    ids = torch.randint(0, CFG.vocab, (2, 12), generator=torch.Generator().manual_seed(1))
-    model = tiny_llama()
-    before = logits(model, ids)
-    names = lora.attach(model, rank=4, alpha=8, seed=3)
-    trained = [n for n, p in model.named_parameters() if p.requires_grad]
-    assert len(names) == 2 * 7 and len(trained) == 2 * 14 and all(n.endswith((".a", ".b")) for n in trained)
-    assert torch.equal(logits(model, ids), before)
-    assert float(model.blocks[0].q.a.detach().abs().sum()) > 0  # A is random: B's gradient is not zero
-
-
-def test_the_merged_model_computes_what_the_adapters_do():
-    ids = torch.randint(0, CFG.vocab, (1, 16), generator=torch.Generator().manual_seed(2))
-    model = tiny_llama()
-    lora.attach(model, rank=4, alpha=8, targets=("q", "v", "down"), seed=3)
-    with torch.no_grad():
-        for mod in model.modules():
-            if isinstance(mod, lora.LoRALinear):
-                mod.b.normal_(0, 0.2)
-    adapted = logits(model, ids)
-    pairs = lora.adapters_of(model)
-    w = model.blocks[1].down.base.weight.numpy()
-    assert np.allclose(merged(w, *pairs["blocks.1.down"], 2.0), model.blocks[1].down.weight.detach().numpy(), atol=1e-6)
-    lora.merge_into(model)
-    assert not any(isinstance(m, lora.LoRALinear) for m in model.modules())
-    assert torch.allclose(logits(model, ids), adapted, atol=1e-5)
-    assert not torch.allclose(adapted, logits(tiny_llama(), ids), atol=1e-3)
-
-
-def examples(n: int, seed: int) -> list[Example]:
-    rng = np.random.default_rng(seed)
-    out = []
-    for _ in range(n):
-        length = int(rng.integers(8, 24))
-        ids = rng.integers(0, CFG.vocab, length).tolist()
-        out.append(Example(ids, [0.0] * (length // 2) + [1.0] * (length - length // 2)))
-    return out
-
-
-def test_a_run_stopped_and_resumed_gives_what_an_uninterrupted_run_gives(tmp_path):
-    torch.set_num_threads(1)
-    s = Settings(rank=4, alpha=8, steps=6, warmup=2, lr=1e-2, budget=64, accum=2, max_len=32, save_every=4,
-                 eval_every=3, eval_batches=2, seed=5)
-    data, val = examples(12, 1), examples(4, 2)
-    assert train(tiny_llama(), data, val, tmp_path / "whole", s, pad=0) == 6
-
-    metrics = tmp_path / "parts" / "metrics.jsonl"  # stopped once step 3 is done, as on SIGTERM: saved at 3, not 4
-    stopped = train(tiny_llama(), data, val, tmp_path / "parts", s, pad=0,
-                    should_stop=lambda: metrics.is_file() and len(metrics.read_text().splitlines()) >= 3)
-    assert stopped == 3
-    assert torch.load(tmp_path / "parts" / "checkpoint.pt", weights_only=False)["step"] == 3
-    assert train(tiny_llama(), data, val, tmp_path / "parts", s, pad=0) == 6
-
-    whole, parts = ([json.loads(ln) for ln in (tmp_path / d / "metrics.jsonl").read_text().splitlines()] for d in ("whole", "parts"))
-    assert [m["step"] for m in parts] == [1, 2, 3, 4, 5, 6]
-    assert parts == whole  # losses, learning rates and validation losses, to the last bit
-    assert (tmp_path / "whole" / "adapter.lora").read_bytes() == (tmp_path / "parts" / "adapter.lora").read_bytes()
-    log = (tmp_path / "parts" / "train.log").read_text()
-    assert "stopped at step 3/6" in log and "resumed at step 3/6" in log and "eval step 6 val_loss" in log
-
-    with pytest.raises(SystemExit, match="other settings"):
-        train(tiny_llama(), data, val, tmp_path / "parts", Settings(**{**s.__dict__, "rank": 8}), pad=0)
-
-
-def test_only_the_assistant_turns_and_their_end_are_trained(tmp_path):
-    from build.general.base import tokenizer
-
-    tok = tokenizer(read_base(tiny_base(tmp_path / "base.gguf")))
-    text = "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\nhello there<|im_end|>\n"
-    start = text.index("hello")
-    ex = encode(tok, text, [[start, start + len("hello there")]])
-    trained = tok.decode([i for i, w in zip(ex.ids, ex.weights) if w], skip_special_tokens=False)
-    assert trained == "hello there<|im_end|>"

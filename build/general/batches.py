@@ -48,14 +48,15 @@ def encode(tok: Tokenizer, text: str, spans: list[list[int]]) -> Example:
 
 
 def read_examples(path: Path, tok: Tokenizer, split: str) -> list[Example]:
-    """The records of `split` in `path`, encoded; records with no trained token are dropped."""
-    out = []
+    """The records of `split` (one name, or several joined by commas) in `path`, encoded; records
+    with no trained token are dropped."""
+    splits, out = set(split.split(",")), []
     with open(path) as f:
         for n, line in enumerate(f, 1):
             if not line.strip():
                 continue
             rec: dict[str, Any] = json.loads(line)
-            if rec.get("split", "train") != split:
+            if rec.get("split", "train") not in splits:
                 continue
             if "ids" in rec:
                 ex = Example([int(i) for i in rec["ids"]], [float(w) for w in rec["weights"]])

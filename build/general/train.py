@@ -209,7 +209,7 @@ def _parse(argv: list[str] | None) -> tuple[argparse.Namespace, Settings]:
     ap.add_argument("--base", type=Path, default=CACHE / SMOLLM2.file)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--train-split", default="train")
-    ap.add_argument("--val-split", default="val")
+    ap.add_argument("--val-split", default="val,val_family,val_phrasing", help="comma-separated split names")
     for f in fields(Settings):
         if f.name == "targets":
             ap.add_argument("--targets", default=",".join(TARGETS), help="comma-separated, of " + ",".join(TARGETS))

@@ -18,7 +18,7 @@ from gguf.quants import quantize
 
 from build.general.adapter import load_adapter, merged, save_adapter
 from build.general.base import dequantize_q4_1, dequantize_q8_0, read_base
-from build.general.batches import Example, epoch_batches, micro_batches
+from build.general.batches import Example, epoch_batches, micro_batches, read_examples
 from build.general.gguf_out import apply
 from build.general.model import FILE, GeneralError, link_into, make, pin
 from build.models import SPECS, build_vocab, make_tensors, write_llama
@@ -145,3 +145,18 @@ def test_micro_batches_keep_to_the_token_budget_and_drop_what_max_len_cuts_off()
     assert [k for (k, _, _), _ in zip(micro_batches(exs, 7, seed=0, budget=10, max_len=6, pad=0), range(3))] == [7, 8, 9]
     with pytest.raises(ValueError, match="within its first 6 tokens"):
         next(micro_batches(exs[-1:], 0, seed=0, budget=10, max_len=6, pad=0))
+
+
+def test_records_are_read_by_split_and_a_bad_one_is_named(tmp_path):
+    path = tmp_path / "corpus.jsonl"
+    records = [{"split": s, "ids": [1, 2, 3], "weights": [0, 1, 1]} for s in ("train", "val_family", "val_phrasing", "train")]
+    records.append({"split": "train", "ids": [4, 5], "weights": [0, 0]})  # nothing to train: left out
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    assert len(read_examples(path, None, "train")) == 2  # type: ignore[arg-type]  (no text records: no tokenizer)
+    assert len(read_examples(path, None, "val_family,val_phrasing")) == 2  # type: ignore[arg-type]
+    path.write_text(json.dumps({"split": "train", "ids": [1, 2], "weights": [1]}) + "\n" + json.dumps({"split": "train", "text": "x"}) + "\n")
+    with pytest.raises(ValueError, match=r"corpus.jsonl:1: 2 ids but 1 weights"):
+        read_examples(path, None, "train")  # type: ignore[arg-type]
+    path.write_text(json.dumps({"split": "train", "text": "x"}) + "\n")
+    with pytest.raises(ValueError, match=r"corpus.jsonl:1: a record needs text and assistant_spans"):
+        read_examples(path, None, "train")  # type: ignore[arg-type]

@@ -83,6 +83,14 @@ eval: build chromium
 smollm2: build
 	$(PY) -m build.smollm2
 
+# aerix-general (issue 29): SmolLM2-135M-Instruct with the LoRA adapter committed in
+# models/general/ merged, as Q8_0, into ~/.cache/aerix/general/aerix-general-q8_0.gguf (sha256
+# pinned in models/general/manifest.json), then linked into the site and listed in models.json.
+# Numpy only; training the adapter is build/general/TRAINING.md.
+.PHONY: general-model
+general-model: build
+	$(PY) -m build.general.model
+
 # -- benchmarks --------------------------------------------------------------------------
 
 # P1-P9 and threads, each a ratio of A and B measured in interleaved pairs in headless Chromium

@@ -405,6 +405,9 @@ def main(argv: list[str]) -> int:
     outdir.mkdir(parents=True, exist_ok=True)
     entries = [write_model(spec, outdir) for spec in SPECS]
     generated = {e["file"] for e in entries}
+    from .general.model import link_into  # aerix-general, once `make general-model` has made it
+
+    link_into(outdir)
     for other in sorted(outdir.glob("*.gguf")):
         if other.name not in generated:
             size = other.stat().st_size

@@ -1,6 +1,8 @@
 """A small Llama in PyTorch, laid out exactly as llama.cpp's ``llama`` architecture computes it:
 RMSNorm, rotary positions on interleaved pairs (llama.cpp's "norm" rope), SwiGLU, the output
 layer tied to the token embeddings (a GGUF without ``output.weight`` reuses ``token_embd``).
+``kv_heads`` below ``heads`` gives grouped-query attention (SmolLM2: 9 query heads, 3 KV heads;
+build/general/base.py loads it), each KV head shared by ``heads // kv_heads`` query heads in turn.
 
 Training shares one system prompt across a batch: ``loss`` runs the prefix once and lets every
 conversation in the batch attend to its keys and values, which is what makes training on the
@@ -30,6 +32,11 @@ class Config:
     rope_base: float = 10000.0
     eps: float = 1e-5
     context: int = 2048
+    kv_heads: int = 0  # 0: as many as heads (no grouping)
+
+    @property
+    def n_kv(self) -> int:
+        return self.kv_heads or self.heads
 
     def to_dict(self) -> dict[str, object]:
         return asdict(self)
@@ -57,8 +64,9 @@ class Block(nn.Module):
         self.cfg = cfg
         self.attn_norm = nn.Parameter(torch.ones(d))
         self.q = nn.Linear(d, d, bias=False)
-        self.k = nn.Linear(d, d, bias=False)
-        self.v = nn.Linear(d, d, bias=False)
+        kv = cfg.n_kv * (d // cfg.heads)
+        self.k = nn.Linear(d, kv, bias=False)
+        self.v = nn.Linear(d, kv, bias=False)
         self.o = nn.Linear(d, d, bias=False)
         self.ffn_norm = nn.Parameter(torch.ones(d))
         self.gate = nn.Linear(d, f, bias=False)
@@ -68,8 +76,12 @@ class Block(nn.Module):
     def qkv(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> tuple[torch.Tensor, ...]:
         b, t, d = x.shape
         h = F.rms_norm(x, (d,), self.attn_norm, self.cfg.eps)
-        split = lambda y: y.view(b, t, self.cfg.heads, -1).transpose(1, 2)  # noqa: E731
+        hd = d // self.cfg.heads
+        split = lambda y: y.view(b, t, -1, hd).transpose(1, 2)  # noqa: E731
         return rope(split(self.q(h)), cos, sin), rope(split(self.k(h)), cos, sin), split(self.v(h))
+
+    def attend(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, **mask: Any) -> torch.Tensor:
+        return F.scaled_dot_product_attention(q, k, v, enable_gqa=self.cfg.n_kv != self.cfg.heads, **mask)
 
     def finish(self, x: torch.Tensor, attended: torch.Tensor) -> torch.Tensor:
         b, _, t, _ = attended.shape
@@ -111,10 +123,10 @@ class Llama(nn.Module):
         for blk in self.blocks:
             qp, kp, vp = blk.qkv(xp, cos_p, sin_p)
             qs, ks, vs = blk.qkv(xs, cos_s, sin_s)
-            ap = F.scaled_dot_product_attention(qp, kp, vp, is_causal=True)
+            ap = blk.attend(qp, kp, vp, is_causal=True)
             keys = torch.cat((kp.expand(b, -1, -1, -1), ks), dim=2)
             values = torch.cat((vp.expand(b, -1, -1, -1), vs), dim=2)
-            as_ = F.scaled_dot_product_attention(qs, keys, values, attn_mask=mask)
+            as_ = blk.attend(qs, keys, values, attn_mask=mask)
             xp, xs = blk.finish(xp, ap), blk.finish(xs, as_)
         picked = weight > 0
         logits = self.head(xs[picked]).float()
@@ -144,5 +156,5 @@ class Llama(nn.Module):
                 cache.append((k, v))
             t, total = q.shape[2], k.shape[2]
             mask = torch.ones(t, total, dtype=torch.bool).tril(diagonal=total - t)
-            x = blk.finish(x, F.scaled_dot_product_attention(q, k, v, attn_mask=mask))
+            x = blk.finish(x, blk.attend(q, k, v, attn_mask=mask))
         return self.head(x[0, -1]).float()

@@ -1,0 +1,122 @@
+"""The weights side of aerix-general (build/general/) in torch: LoRA starts as the base, merging
+computes what the adapters do, a stopped run resumes to the same losses, only the assistant's
+tokens are trained. Tiny random Llamas, so it runs in seconds; skipped without torch and
+tokenizers (build/model/requirements.txt, installed by `make model`)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("tokenizers")
+
+from build.general import lora  # noqa: E402
+from build.general.adapter import merged  # noqa: E402
+from build.general.base import read_base, tokenizer  # noqa: E402
+from build.general.batches import Example, encode  # noqa: E402
+from build.general.train import Settings, train  # noqa: E402
+from build.model.torch_llama import Config, Llama  # noqa: E402
+
+from test_general_weights import tiny_base  # noqa: E402  (tests/model is on sys.path: pytest prepends it)
+
+CFG = Config(vocab=96, dim=64, layers=2, heads=4, kv_heads=2, ffn=128)
+
+
+def tiny_llama() -> Llama:
+    torch.manual_seed(0)
+    return Llama(CFG).eval()
+
+
+def logits(model: Llama, ids: torch.Tensor) -> torch.Tensor:
+    with torch.no_grad():
+        return model.head(lora.hidden(model, ids))
+
+
+def test_an_untrained_lora_is_the_base_exactly():
+    ids = torch.randint(0, CFG.vocab, (2, 12), generator=torch.Generator().manual_seed(1))
+    model = tiny_llama()
+    before = logits(model, ids)
+    names = lora.attach(model, rank=4, alpha=8, seed=3)
+    trained = [n for n, p in model.named_parameters() if p.requires_grad]
+    assert len(names) == 2 * 7 and len(trained) == 2 * 14 and all(n.endswith((".a", ".b")) for n in trained)
+    assert torch.equal(logits(model, ids), before)
+    assert float(model.blocks[0].q.a.detach().abs().sum()) > 0  # A is random: B's gradient is not zero
+
+
+def test_the_merged_model_computes_what_the_adapters_do():
+    ids = torch.randint(0, CFG.vocab, (1, 16), generator=torch.Generator().manual_seed(2))
+    model = tiny_llama()
+    lora.attach(model, rank=4, alpha=8, targets=("q", "v", "down"), seed=3)
+    with torch.no_grad():
+        for mod in model.modules():
+            if isinstance(mod, lora.LoRALinear):
+                mod.b.normal_(0, 0.2)
+    adapted = logits(model, ids)
+    pairs = lora.adapters_of(model)
+    w = model.blocks[1].down.base.weight.numpy()
+    assert np.allclose(merged(w, *pairs["blocks.1.down"], 2.0), model.blocks[1].down.weight.detach().numpy(), atol=1e-6)
+    lora.merge_into(model)
+    assert not any(isinstance(m, lora.LoRALinear) for m in model.modules())
+    assert torch.allclose(logits(model, ids), adapted, atol=1e-5)
+    assert not torch.allclose(adapted, logits(tiny_llama(), ids), atol=1e-3)
+
+
+def examples(n: int, seed: int) -> list[Example]:
+    rng = np.random.default_rng(seed)
+    out = []
+    for _ in range(n):
+        length = int(rng.integers(8, 24))
+        ids = rng.integers(0, CFG.vocab, length).tolist()
+        out.append(Example(ids, [0.0] * (length // 2) + [1.0] * (length - length // 2)))
+    return out
+
+
+def test_a_run_stopped_and_resumed_gives_what_an_uninterrupted_run_gives(tmp_path):
+    torch.set_num_threads(1)
+    s = Settings(rank=4, alpha=8, steps=6, warmup=2, lr=1e-2, budget=64, accum=2, max_len=32, save_every=4,
+                 eval_every=3, eval_batches=2, seed=5)
+    data, val = examples(12, 1), examples(4, 2)
+    assert train(tiny_llama(), data, val, tmp_path / "whole", s, pad=0) == 6
+
+    metrics = tmp_path / "parts" / "metrics.jsonl"  # stopped once step 3 is done, as on SIGTERM: saved at 3, not 4
+    stopped = train(tiny_llama(), data, val, tmp_path / "parts", s, pad=0,
+                    should_stop=lambda: metrics.is_file() and len(metrics.read_text().splitlines()) >= 3)
+    assert stopped == 3
+    assert torch.load(tmp_path / "parts" / "checkpoint.pt", weights_only=False)["step"] == 3
+    assert train(tiny_llama(), data, val, tmp_path / "parts", s, pad=0) == 6
+
+    whole, parts = ([json.loads(ln) for ln in (tmp_path / d / "metrics.jsonl").read_text().splitlines()] for d in ("whole", "parts"))
+    assert [m["step"] for m in parts] == [1, 2, 3, 4, 5, 6]
+    assert parts == whole  # losses, learning rates and validation losses, to the last bit
+    assert (tmp_path / "whole" / "adapter.lora").read_bytes() == (tmp_path / "parts" / "adapter.lora").read_bytes()
+    log = (tmp_path / "parts" / "train.log").read_text()
+    assert "stopped at step 3/6" in log and "resumed at step 3/6" in log and "eval step 6 val_loss" in log
+
+    with pytest.raises(SystemExit, match="other settings"):
+        train(tiny_llama(), data, val, tmp_path / "parts", Settings(**{**s.__dict__, "rank": 8}), pad=0)
+
+
+def test_only_the_assistant_turns_and_their_end_are_trained(tmp_path):
+    tok = tokenizer(read_base(tiny_base(tmp_path / "base.gguf")))
+    text = "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\nhello there<|im_end|>\n"
+    start = text.index("hello")
+    ex = encode(tok, text, [[start, start + len("hello there")]])
+    trained = tok.decode([i for i, w in zip(ex.ids, ex.weights) if w], skip_special_tokens=False)
+    assert trained == "hello there<|im_end|>"
+
+
+SMOLLM2 = Path.home() / ".cache" / "aerix" / "smollm2" / "SmolLM2-135M-Instruct-Q4_1.gguf"
+
+
+@pytest.mark.skipif(not SMOLLM2.is_file(), reason="SmolLM2's GGUF is not cached (make smollm2)")
+def test_the_smollm2_tokenizer_gives_llama_servers_ids():
+    # the ids llama-server's /tokenize gave for this text on the same GGUF (build/general/agree.py, 2026-12)
+    text = '<|im_start|>user\nWhat\'s 17% of 2,340 — and  the time in Tokyo (東京)?\n\t{"x": 12.5e3}<|im_end|>\n<|im_start|>assistant\n'
+    server = [1, 4093, 198, 1780, 506, 216, 33, 39, 21, 282, 216, 34, 28, 35, 36, 32, 1841, 284, 216, 260, 655, 281,
+              19081, 365, 30679, 126, 16736, 122, 14487, 198, 197, 39428, 104, 1799, 216, 33, 34, 30, 37, 85, 35, 109,
+              2, 198, 1, 520, 9531, 198]
+    assert tokenizer(read_base(SMOLLM2)).encode(text).ids == server

@@ -20,7 +20,8 @@ from torch import nn
 
 from build.model.torch_llama import Llama, rope_tables
 
-__all__ = ["TARGETS", "LoRALinear", "attach", "adapters_of", "hidden", "weighted_loss", "merge_into"]
+__all__ = ["TARGETS", "LoRALinear", "attach", "adapters_of", "hidden", "weighted_loss", "prefix_loss",
+           "merge_into"]
 
 TARGETS = ("q", "k", "v", "o", "gate", "up", "down")
 
@@ -90,6 +91,35 @@ def weighted_loss(model: Llama, ids: torch.Tensor, weights: torch.Tensor) -> tup
     logits = model.head(h[picked]).float()  # only the trained positions: the 49k-wide head is the cost
     losses = F.cross_entropy(logits, target[picked], reduction="none")
     return (losses * w[picked]).sum(), w[picked].sum()
+
+
+def prefix_loss(model: Llama, prefix: torch.Tensor, ids: torch.Tensor,
+                weights: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """`weighted_loss` of the sequences ``prefix + ids[b]``, the prefix run once for the batch.
+
+    prefix: (P,) ids, none of them trained; ids and weights: (B, S), what follows it, right-padded.
+    As Llama.loss computes it (each row attends to the prefix's keys and values), through the
+    blocks' own projections, LoRA'd, with gradients; ids[:, 0] is predicted from the prefix's
+    last position, so the result is weighted_loss's over the whole sequences."""
+    p, (b, s) = prefix.shape[0], ids.shape
+    if p == 0:
+        return weighted_loss(model, ids, weights)
+    cos_p, sin_p = rope_tables(model.cfg, torch.arange(p))
+    cos_s, sin_s = rope_tables(model.cfg, torch.arange(p, p + s))
+    mask = torch.ones(s, p + s, dtype=torch.bool)
+    mask[:, p:] = torch.tril(torch.ones(s, s, dtype=torch.bool))
+    xp, xs = model.embed(prefix)[None], model.embed(ids)
+    for blk in model.blocks:
+        qp, kp, vp = blk.qkv(xp, cos_p, sin_p)
+        qs, ks, vs = blk.qkv(xs, cos_s, sin_s)
+        keys = torch.cat((kp.expand(b, -1, -1, -1), ks), dim=2)
+        values = torch.cat((vp.expand(b, -1, -1, -1), vs), dim=2)
+        xp, xs = blk.finish(xp, blk.attend(qp, kp, vp, is_causal=True)), blk.finish(xs, blk.attend(qs, keys, values, attn_mask=mask))
+    h = torch.cat((xp[:, -1:].expand(b, -1, -1), xs[:, :-1]), dim=1)  # position t predicts ids[:, t]
+    picked = weights > 0
+    logits = model.head(h[picked]).float()
+    losses = F.cross_entropy(logits, ids[picked], reduction="none")
+    return (losses * weights[picked]).sum(), weights[picked].sum()
 
 
 def merge_into(model: Llama) -> None:

@@ -26,7 +26,7 @@ import random
 import signal
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
@@ -37,13 +37,13 @@ import torch
 from build.model.torch_llama import Llama
 
 from .adapter import save_adapter
-from .batches import Example, epoch_batches, micro_batches, pad_batch
-from .lora import TARGETS, adapters_of, attach, weighted_loss
+from .batches import Example, epoch_batches, micro_batches, pad_batch, prefix_micro_batches
+from .lora import TARGETS, adapters_of, attach, prefix_loss, weighted_loss
 
 __all__ = ["Settings", "train", "lr_at", "main"]
 
 # What must be the same for a checkpoint to go on (steps, save_every, eval_every may change)
-_FIXED = ("rank", "alpha", "targets", "lr", "schedule", "warmup", "budget", "accum", "max_len", "seed")
+_FIXED = ("rank", "alpha", "targets", "lr", "schedule", "warmup", "budget", "accum", "max_len", "seed", "share_prefix")
 
 
 @dataclass(frozen=True)
@@ -63,6 +63,7 @@ class Settings:
     eval_batches: int = 16
     seed: int = 29
     bf16: bool = False  # matmuls in bfloat16 (torch.autocast): about 1.5x faster here, less exact
+    share_prefix: bool = False  # micro-batches of one system turn, run once for them (batches.py)
 
     def __post_init__(self) -> None:
         if self.schedule not in ("cosine", "constant"):
@@ -119,6 +120,7 @@ def resume(out: Path, model: Llama, opt: torch.optim.Optimizer, s: Settings) -> 
         return 0
     state = torch.load(path, weights_only=False)
     was = state["settings"]
+    was = {**asdict(Settings()), **was}  # a checkpoint from before an option was added: its default
     changed = [k for k in _FIXED if (tuple(was[k]) if k == "targets" else was[k]) != getattr(s, k)]
     if changed:
         raise SystemExit(f"train: {path} was made with other settings ({', '.join(f'{k}={was[k]}' for k in changed)}): "
@@ -157,29 +159,30 @@ def train(model: Llama, train_set: list[Example], val_set: list[Example], out: P
     log(f"{'resumed at' if step else 'starting'} step {step}/{s.steps}: {len(train_set)} training examples, "
         f"{len(val_set)} validation; LoRA rank {s.rank} on {','.join(s.targets)}: {sum(p.numel() for p in params):,} "
         f"parameters; {torch.get_num_threads()} threads")
-    batches = micro_batches(train_set, step * s.accum, seed=s.seed, budget=s.budget, max_len=s.max_len, pad=pad)
-    began, tokens_seen, steps_done = time.monotonic(), 0, 0
+    batches = _batches(train_set, step * s.accum, s, pad)
+    began, tokens_seen, trained_seen, steps_done = time.monotonic(), 0, 0.0, 0
     while step < s.steps and not should_stop():
         for group in opt.param_groups:
             group["lr"] = lr_at(step, s)
         opt.zero_grad(set_to_none=True)
         loss_sum, weight, tokens = 0.0, 0.0, 0
         for _ in range(s.accum):
-            _, ids, w = next(batches)
+            prefix, ids, w = next(batches)
             with torch.autocast("cpu", dtype=torch.bfloat16, enabled=s.bf16):
-                loss, n = weighted_loss(model, torch.from_numpy(ids), torch.from_numpy(w))
+                loss, n = prefix_loss(model, torch.from_numpy(prefix), torch.from_numpy(ids), torch.from_numpy(w))
             loss.backward()
-            loss_sum, weight, tokens = loss_sum + float(loss.detach()), weight + float(n), tokens + int((w.shape[0] * w.shape[1]))
+            loss_sum, weight = loss_sum + float(loss.detach()), weight + float(n)
+            tokens += len(prefix) + w.shape[0] * w.shape[1]
         for p in params:
             if p.grad is not None:
                 p.grad /= weight
         opt.step()
-        step, steps_done, tokens_seen = step + 1, steps_done + 1, tokens_seen + tokens
+        step, steps_done, tokens_seen, trained_seen = step + 1, steps_done + 1, tokens_seen + tokens, trained_seen + weight
         elapsed = time.monotonic() - began
         eta = elapsed / steps_done * (s.steps - step)
         record: dict[str, Any] = {"step": step, "loss": loss_sum / weight, "lr": lr_at(step - 1, s)}
         log(f"step {step}/{s.steps} loss {record['loss']:.4f} lr {record['lr']:.2e} tok/s {tokens_seen / elapsed:.0f} "
-            f"eta {time.strftime('%H:%M:%S', time.gmtime(eta))}")
+            f"trained tok/s {trained_seen / elapsed:.1f} eta {time.strftime('%H:%M:%S', time.gmtime(eta))}")
         if val_set and (step % s.eval_every == 0 or step == s.steps):
             record["val_loss"] = validate(model, val_set, s, pad)
             log(f"eval step {step} val_loss {record['val_loss']:.4f}")
@@ -190,6 +193,17 @@ def train(model: Llama, train_set: list[Example], val_set: list[Example], out: P
     if step < s.steps:
         log(f"stopped at step {step}/{s.steps}; checkpoint saved, run again to resume")
     return step
+
+
+def _batches(examples: list[Example], start: int, s: Settings, pad: int) -> Iterator[tuple[np.ndarray, ...]]:
+    """(prefix, ids, weights) for micro-batch `start` on; the prefix is empty unless s.share_prefix."""
+    kw: dict[str, Any] = {"seed": s.seed, "budget": s.budget, "max_len": s.max_len, "pad": pad}
+    if s.share_prefix:
+        for _, prefix, ids, w in prefix_micro_batches(examples, start, **kw):
+            yield prefix, ids, w
+    else:
+        for _, ids, w in micro_batches(examples, start, **kw):
+            yield np.zeros(0, dtype=np.int64), ids, w
 
 
 def _keep_metrics(out: Path, step: int) -> None:

@@ -17,7 +17,8 @@ pytest.importorskip("tokenizers")
 from build.general import lora  # noqa: E402
 from build.general.adapter import merged  # noqa: E402
 from build.general.base import read_base, tokenizer  # noqa: E402
-from build.general.batches import Example, encode  # noqa: E402
+from build.general.batches import Example, encode, prefix_batches, prefix_micro_batches, read_examples  # noqa: E402
+from build.general.batches import pad_batch  # noqa: E402
 from build.general.train import Settings, train  # noqa: E402
 from build.model.torch_llama import Config, Llama  # noqa: E402
 
@@ -75,11 +76,83 @@ def examples(n: int, seed: int) -> list[Example]:
     return out
 
 
-def test_a_run_stopped_and_resumed_gives_what_an_uninterrupted_run_gives(tmp_path):
+def prefixed(n: int, seed: int, prefixes: int = 3) -> list[Example]:
+    """`n` examples, each after one of `prefixes` system turns (untrained, of 5 to 12 ids), some with none."""
+    rng = np.random.default_rng(seed)
+    heads = [rng.integers(0, CFG.vocab, int(rng.integers(5, 13))).tolist() for _ in range(prefixes)] + [[]]
+    out = []
+    for ex in examples(n, seed):
+        head = heads[int(rng.integers(0, len(heads)))]
+        out.append(Example(head + ex.ids, [0.0] * len(head) + ex.weights, len(head)))
+    return out
+
+
+def test_the_shared_prefix_loss_is_the_loss_and_gradients_of_the_whole_sequences():
+    torch.manual_seed(4)
+    model = tiny_llama()
+    lora.attach(model, rank=4, alpha=8, seed=3)
+    with torch.no_grad():
+        for mod in model.modules():
+            if isinstance(mod, lora.LoRALinear):
+                mod.b.normal_(0, 0.2)  # trained adapters: the prefix's path through them counts
+    head = [5, 17, 3, 88, 41, 9, 2]
+    rest = examples(5, 7)
+    group = [Example(head + e.ids, [0.0] * len(head) + e.weights, len(head)) for e in rest]
+    lora_params = [p for p in model.parameters() if p.requires_grad]
+
+    def run(loss_fn):  # (loss sum, weight, gradients)
+        model.zero_grad(set_to_none=True)
+        loss, n = loss_fn()
+        loss.backward()
+        return float(loss.detach()), float(n), [p.grad.clone() for p in lora_params]
+
+    ids, w = pad_batch(group, 0)
+    whole = run(lambda: lora.weighted_loss(model, torch.from_numpy(ids), torch.from_numpy(w)))
+    k, prefix, sids, sw = next(prefix_micro_batches(group, 0, seed=0, budget=10_000, max_len=64, pad=0))
+    assert prefix.tolist() == head and sids.shape[0] == 5
+    shared = run(lambda: lora.prefix_loss(model, torch.from_numpy(prefix), torch.from_numpy(sids), torch.from_numpy(sw)))
+    assert shared[1] == whole[1] == sum(sum(e.weights) for e in group)
+    assert shared[0] == pytest.approx(whole[0], rel=1e-5)
+    assert all(float(g.abs().max()) > 0 for g in whole[2][-4:])  # B's and A's gradients are not zero
+    for g_shared, g_whole in zip(shared[2], whole[2]):
+        assert torch.allclose(g_shared, g_whole, rtol=1e-4, atol=1e-6)
+
+
+def test_shared_prefix_batches_hold_one_prefix_each_and_every_example_once_an_epoch():
+    data = prefixed(60, 3, prefixes=4)
+    for epoch in (0, 1):
+        batches = prefix_batches(data, epoch, seed=9, budget=80, max_len=64)
+        for group in batches:
+            p = group[0].prefix
+            assert len({tuple(e.ids[: e.prefix]) for e in group}) == 1  # never two prefixes in one micro-batch
+            assert len(group) == 1 or p + len(group) * max(len(e.ids) - p for e in group) <= 80
+        assert sorted(e.ids for g in batches for e in g) == sorted(e.ids for e in data)  # each once
+    assert len({len(g[0].ids[: g[0].prefix]) for g in batches}) == 5  # the four prefixes and none were all seen
+    # micro-batch k is the same however the run got there: 3 on from 0, or started at 3
+    batches_from = lambda start: list(zip(prefix_micro_batches(data, start, seed=9, budget=80, max_len=64, pad=0), range(3)))
+    assert [[a.tolist() for a in b[1:]] for b, _ in batches_from(0)[1:]] == [[a.tolist() for a in b[1:]] for b, _ in batches_from(1)[:2]]
+
+
+def test_the_system_turn_is_the_shared_prefix(tmp_path):
+    tok = tokenizer(read_base(tiny_base(tmp_path / "base.gguf")))
+    system = "<|im_start|>system\nyou help<|im_end|>"
+    rows = []
+    for q, a in (("hi", "hello"), ("bye", "see you")):
+        text = f"{system}\n<|im_start|>user\n{q}<|im_end|>\n<|im_start|>assistant\n{a}<|im_end|>\n"
+        start = text.rindex(a)
+        rows.append({"split": "train", "text": text, "assistant_spans": [[start, start + len(a)]]})
+    (tmp_path / "c.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    a, b = read_examples(tmp_path / "c.jsonl", tok, "train")
+    assert a.prefix == b.prefix > 0 and a.ids[: a.prefix] == b.ids[: b.prefix]
+    assert tok.decode(a.ids[: a.prefix], skip_special_tokens=False) == system
+
+
+@pytest.mark.parametrize("share_prefix", [False, True])
+def test_a_run_stopped_and_resumed_gives_what_an_uninterrupted_run_gives(tmp_path, share_prefix):
     torch.set_num_threads(1)
     s = Settings(rank=4, alpha=8, steps=6, warmup=2, lr=1e-2, budget=64, accum=2, max_len=32, save_every=4,
-                 eval_every=3, eval_batches=2, seed=5)
-    data, val = examples(12, 1), examples(4, 2)
+                 eval_every=3, eval_batches=2, seed=5, share_prefix=share_prefix)
+    data, val = (examples(12, 1), examples(4, 2)) if not share_prefix else (prefixed(12, 1), prefixed(4, 2))
     assert train(tiny_llama(), data, val, tmp_path / "whole", s, pad=0) == 6
 
     metrics = tmp_path / "parts" / "metrics.jsonl"  # stopped once step 3 is done, as on SIGTERM: saved at 3, not 4
@@ -98,6 +171,8 @@ def test_a_run_stopped_and_resumed_gives_what_an_uninterrupted_run_gives(tmp_pat
 
     with pytest.raises(SystemExit, match="other settings"):
         train(tiny_llama(), data, val, tmp_path / "parts", Settings(**{**s.__dict__, "rank": 8}), pad=0)
+    with pytest.raises(SystemExit, match=f"share_prefix={share_prefix}"):
+        train(tiny_llama(), data, val, tmp_path / "parts", Settings(**{**s.__dict__, "share_prefix": not share_prefix}), pad=0)
 
 
 def test_only_the_assistant_turns_and_their_end_are_trained(tmp_path):

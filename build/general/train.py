@@ -228,7 +228,7 @@ def _parse(argv: list[str] | None) -> tuple[argparse.Namespace, Settings]:
         if f.name == "targets":
             ap.add_argument("--targets", default=",".join(TARGETS), help="comma-separated, of " + ",".join(TARGETS))
         elif f.type in (bool, "bool"):
-            ap.add_argument(f"--{f.name}", action="store_true")
+            ap.add_argument(f"--{f.name.replace('_', '-')}", dest=f.name, action="store_true")
         else:
             ap.add_argument(f"--{f.name.replace('_', '-')}", type=type(f.default), default=f.default)
     args = ap.parse_args(argv)

@@ -19,7 +19,7 @@ from build.general.adapter import merged  # noqa: E402
 from build.general.base import read_base, tokenizer  # noqa: E402
 from build.general.batches import Example, encode, prefix_batches, prefix_micro_batches, read_examples  # noqa: E402
 from build.general.batches import pad_batch  # noqa: E402
-from build.general.train import Settings, train  # noqa: E402
+from build.general.train import Settings, _parse, train  # noqa: E402
 from build.model.torch_llama import Config, Llama  # noqa: E402
 
 from test_general_weights import tiny_base  # noqa: E402  (tests/model is on sys.path: pytest prepends it)
@@ -195,3 +195,9 @@ def test_the_smollm2_tokenizer_gives_llama_servers_ids():
               19081, 365, 30679, 126, 16736, 122, 14487, 198, 197, 39428, 104, 1799, 216, 33, 34, 30, 37, 85, 35, 109,
               2, 198, 1, 520, 9531, 198]
     assert tokenizer(read_base(SMOLLM2)).encode(text).ids == server
+
+
+def test_the_command_line_takes_share_prefix_and_bf16():
+    _, s = _parse(["--data", "c.jsonl", "--out", "run", "--share-prefix", "--bf16", "--max-len", "512"])
+    assert s.share_prefix and s.bf16 and s.max_len == 512
+    assert not _parse(["--data", "c.jsonl", "--out", "run"])[1].share_prefix

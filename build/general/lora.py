@@ -104,17 +104,23 @@ def prefix_loss(model: Llama, prefix: torch.Tensor, ids: torch.Tensor,
     p, (b, s) = prefix.shape[0], ids.shape
     if p == 0:
         return weighted_loss(model, ids, weights)
-    cos_p, sin_p = rope_tables(model.cfg, torch.arange(p))
-    cos_s, sin_s = rope_tables(model.cfg, torch.arange(p, p + s))
+    # prefix and rows as one sequence of P + B*S tokens for the per-token layers (half the ops of
+    # two passes: what costs most on a loaded CPU); only attention sees them apart
+    positions = torch.cat((torch.arange(p), torch.arange(p, p + s).repeat(b)))
+    cos, sin = rope_tables(model.cfg, positions)
     mask = torch.ones(s, p + s, dtype=torch.bool)
     mask[:, p:] = torch.tril(torch.ones(s, s, dtype=torch.bool))
-    xp, xs = model.embed(prefix)[None], model.embed(ids)
+    x = torch.cat((model.embed(prefix), model.embed(ids).reshape(b * s, -1)))[None]
     for blk in model.blocks:
-        qp, kp, vp = blk.qkv(xp, cos_p, sin_p)
-        qs, ks, vs = blk.qkv(xs, cos_s, sin_s)
-        keys = torch.cat((kp.expand(b, -1, -1, -1), ks), dim=2)
-        values = torch.cat((vp.expand(b, -1, -1, -1), vs), dim=2)
-        xp, xs = blk.finish(xp, blk.attend(qp, kp, vp, is_causal=True)), blk.finish(xs, blk.attend(qs, keys, values, attn_mask=mask))
+        q, k, v = blk.qkv(x, cos, sin)  # (1, H, P + B*S, hd)
+        rows = lambda t: t[0, :, p:].unflatten(1, (b, s)).transpose(0, 1)  # noqa: E731  (B, H, S, hd)
+        kp, vp = k[:, :, :p], v[:, :, :p]
+        keys = torch.cat((kp.expand(b, -1, -1, -1), rows(k)), dim=2)
+        values = torch.cat((vp.expand(b, -1, -1, -1), rows(v)), dim=2)
+        ap = blk.attend(q[:, :, :p], kp, vp, is_causal=True)
+        as_ = blk.attend(rows(q), keys, values, attn_mask=mask)
+        x = blk.finish(x, torch.cat((ap, as_.transpose(0, 1).flatten(1, 2)[None]), dim=2))
+    xp, xs = x[:, :p], x[0, p:].unflatten(0, (b, s))
     h = torch.cat((xp[:, -1:].expand(b, -1, -1), xs[:, :-1]), dim=1)  # position t predicts ids[:, t]
     picked = weights > 0
     logits = model.head(h[picked]).float()

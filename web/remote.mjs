@@ -6,7 +6,8 @@
  * - `agent()` returns at once and the worker builds the agent meanwhile: a bad option rejects
  *   `agent.ready` and every call, not `agent()` itself; `system` and `schema` are there once
  *   `ready` has resolved (any run awaits it).
- * - `messages` is the worker's copy as of the last call or run that ended.
+ * - `messages`, `system` and `schema` are the worker's as of the last call or run that ended (after
+ *   a handoff, the system message and schema of the agent the conversation went to).
  * - `pyodide` and `agent.python` are null (Python lives in the worker); `runPython(code)` runs
  *   code there and gives its value as plain JavaScript. `engine.chat` streams from the worker's
  *   engine; `engine.wllama` is not here.
@@ -84,8 +85,8 @@ export function remoteAgent(peer, options, ref = newRef()) {
   ready.catch(() => {}); // the rejection is the first call's (or `ready`'s) to report
   const call = async (method, ...args) => {
     await ready;
-    const { value, messages } = await peer.call("agentCall", state.id, method, args);
-    state.messages = messages;
+    const { value, ...now } = await peer.call("agentCall", state.id, method, args);
+    Object.assign(state, now); // messages, system, schema (worker.mjs's `current`)
     return value;
   };
   async function* stream(method, ...args) {
@@ -94,7 +95,7 @@ export function remoteAgent(peer, options, ref = newRef()) {
     let step;
     try {
       while (!(step = await events.next()).done) yield step.value;
-      state.messages = step.value.messages;
+      Object.assign(state, step.value); // messages, system, schema
     } finally {
       if (!step?.done) await events.return();
     }

@@ -19,6 +19,15 @@ const CALLS = new Set(["start", "getRun", "artifact", "artifacts", "choose", "dr
 const STREAMS = new Set(["run", "resume", "approve"]);
 
 /**
+ * What the page keeps of a worker's agent, sent after each call and run: its messages, and the
+ * system message and turn schema of the agent the conversation is with (a handoff changes them).
+ * @param {any} agent
+ */
+function current(agent) {
+  return { messages: agent.messages, system: agent.system, schema: agent.schema };
+}
+
+/**
  * The handlers the page calls, over `boot` (runtime.mjs's `bootHere`; tests/js give a fake one
  * that builds agents over fakes of Python's).
  */
@@ -53,23 +62,23 @@ export function workerHandlers(boot = bootHere) {
       const agent = built().agent(options, ref);
       const id = nextAgent++;
       agents.set(id, agent);
-      return { id, system: agent.system, schema: agent.schema, messages: agent.messages };
+      return { id, ...current(agent) };
     },
 
-    /** One of CALLS; the agent's messages come back with the value, so the page's copy stays current. */
+    /** One of CALLS; the agent's messages, system message and schema come back with the value. */
     async agentCall(id, method, args) {
       if (!CALLS.has(method)) throw new Error(`agent has no method ${JSON.stringify(method)}`);
       const agent = agentOf(id);
       const value = await agent[method](...args);
-      return { value, messages: agent.messages };
+      return { value, ...current(agent) };
     },
 
-    /** One of STREAMS: its events, then the agent's messages as the stream's return value. */
+    /** One of STREAMS: its events, then the agent's messages, system message and schema as its return value. */
     async *agentStream(id, method, args) {
       if (!STREAMS.has(method)) throw new Error(`agent has no method ${JSON.stringify(method)}`);
       const agent = agentOf(id);
       yield* agent[method](...args);
-      return { messages: agent.messages };
+      return current(agent);
     },
 
     /** `agent.state.<method>(...args)`, or of `collection(name)`: handle.mjs's `agentState`, here. */

@@ -185,11 +185,11 @@ class PageAgent:
 
     @js_facing
     def system(self) -> str:
-        return self.agent.system
+        return self.agent.active.system  # after a handoff, the target's (aerix.handoffs)
 
     @js_facing
     def schema(self) -> dict[str, Any] | None:
-        return self.agent.schema
+        return self.agent.active.schema
 
 
 async def _attached(attachments: Any, run: Callable[[list[Any]], AsyncIterator[Event]]) -> AsyncIterator[Event]:

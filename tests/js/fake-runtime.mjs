@@ -25,8 +25,9 @@ export function fakePageAgent(calls = []) {
     state: async (method, collection, args) => (calls.push(["state", method, collection, args]), { method, collection, args }),
     ...Object.fromEntries(["choose", "artifact", "artifacts", "drain", "runs", "recover", "interrupt", "reset", "load", "reopen", "transcript"].map((n) => [n, record(n)])),
     messages: () => [],
-    system: () => "system",
-    schema: () => null,
+    // a run hands the conversation over (aerix.handoffs): the system message and schema change
+    system: () => (calls.some((c) => c[0] === "run") ? "the target's system" : "system"),
+    schema: () => (calls.some((c) => c[0] === "run") ? { title: "the target's schema" } : null),
   };
 }
 

@@ -63,6 +63,17 @@ describe("the agent handle of both modes", () => {
       }
     });
 
+    test(`${mode}: system and schema are the agent's the conversation is with, after a run that handed it over`, async () => {
+      const { agent, close } = await make();
+      try {
+        assert.deepEqual([agent.system, agent.schema], ["system", null]);
+        await drain(agent.run("hello"));
+        assert.deepEqual([agent.system, agent.schema], ["the target's system", { title: "the target's schema" }]);
+      } finally {
+        close?.();
+      }
+    });
+
     test(`${mode}: start takes concurrencyKey; getRun asks Python`, async () => {
       const { agent, calls, close } = await make();
       try {

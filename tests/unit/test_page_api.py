@@ -95,6 +95,9 @@ async def test_handoffs_by_reference_hand_the_conversation_to_that_agent():
     assert [(e["type"], e.get("source"), e.get("target")) for e in events if e["type"] == "handoff"] == [("handoff", "triage", "billing")]
     assert (events[-1]["type"], events[-1]["text"]) == ("final", "Refunded.")
     assert model.calls[1].messages[0]["content"] == billing.agent.system  # the target's system message from the switch
+    # what JS reads as agent.system and agent.schema: the agent the conversation is with now
+    assert raw("system")(triage) == billing.agent.system != triage.agent.system
+    assert raw("schema")(triage) == billing.agent.schema
 
 
 @pytest.mark.parametrize(

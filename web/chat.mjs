@@ -44,7 +44,10 @@ until `reset`.
  * Besides the agent's events, `reduce` takes the store's own actions, typed "chat.*":
  * `chat.send {text, runId?}` (a prompt is sent), `chat.recovered {runId, prompt}` (a run found
  * waiting after a reload), `chat.reopened {messages}` (a kept conversation is back, `reopen()`), `chat.approve {approvalId}` and `chat.resume {runId, prompt?}` (a run
- * goes on), `chat.error {error}`, `chat.done` (the run's events stopped) and `chat.reset`.
+ * goes on), `chat.error {error, refused?}` (`refused`: the agent refused a sent prompt before its
+ * run began, an `options` error such as a prompt too long for the context or `busy`: the prompt
+ * never entered the conversation, so it leaves `messages` and stays in `error.prompt`),
+ * `chat.done` (the run's events stopped) and `chat.reset`.
  *
  * @module chat
  */
@@ -146,7 +149,10 @@ const STEPS = {
   },
   "chat.error": (s, a) => {
     const { name = "Error", kind = null, reason = null, message = String(a.error) } = a.error ?? {};
-    return next(s, { status: "error", error: freeze({ name, kind, reason, message }) });
+    const prompt = a.refused ? s.messages.at(-1) : undefined;
+    if (prompt?.role !== "user") return next(s, { status: "error", error: freeze({ name, kind, reason, message }) });
+    const messages = freeze(s.messages.slice(0, -1)); // the agent never took it (chat.send added it)
+    return next(s, { status: "error", messages, error: freeze({ name, kind, reason, message, prompt: prompt.text }) });
   },
   "chat.reopened": (s, a) => next(s, { messages: freeze(a.messages.map((m) => freeze(message(m.role, m.text, { output: m.output })))) }),
   "chat.done": (s) => (s.status === "running" ? next(s, { status: "idle" }) : s),
@@ -250,7 +256,7 @@ export function chat(agent, { onEvent } = {}) {
     send(/** @type {string} */ prompt, /** @type {import("./runtime.mjs").RunOptions} */ { signal, ...options } = {}) {
       if (c.running) return Promise.reject(busy());
       dispatch(c, { type: "chat.send", text: String(prompt), runId: options.runId ?? null });
-      return consume(c, (own) => agent.run(prompt, { ...options, signal: own }), signal);
+      return consume(c, (own) => agent.run(prompt, { ...options, signal: own }), signal, true);
     },
     /** Abort the running run: it ends `end` reason `abort`. */
     stop() {
@@ -322,20 +328,24 @@ function dispatch(c, action) {
  * @param {Store} c
  * @param {(signal: AbortSignal) => AsyncIterable<any>} open
  * @param {AbortSignal} [signal]
+ * @param {boolean} [sent] a `send`: a failure before its first event is the prompt refused
  */
-function consume(c, open, signal) {
+function consume(c, open, signal, sent = false) {
   const own = (c.controller = new AbortController());
   const follow = () => own.abort(signal.reason);
   if (signal?.aborted) own.abort(signal.reason);
   else signal?.addEventListener?.("abort", follow, { once: true });
   c.running = (async () => {
+    await null; // the body after this assignment: a run that throws at once must not leave c.running set
+    let seen = false;
     try {
       for await (const ev of open(own.signal)) {
+        seen = true;
         c.onEvent?.(ev);
         dispatch(c, ev);
       }
     } catch (e) {
-      dispatch(c, { type: "chat.error", error: failure(e) });
+      dispatch(c, { type: "chat.error", error: failure(e), refused: sent && !seen });
     } finally {
       signal?.removeEventListener?.("abort", follow);
       if (c.controller === own) c.controller = null;

@@ -348,7 +348,8 @@ async function drive(settled) {
   button("run").disabled = true;
   button("stop").disabled = false;
   try {
-    await settled;
+    const state = await settled;
+    if (state?.error?.prompt !== undefined) input("prompt").value = state.error.prompt; // refused (too long): back in the box to shorten
   } catch (e) {
     problems.push(String(e.message || e));
     draw();

@@ -435,6 +435,32 @@ describe("chat(agent)", () => {
     assert.equal(state.error.kind, "busy");
   });
 
+  test("a prompt the agent refuses before its run begins leaves the messages and stays in the error", async () => {
+    const tooLong = Object.assign(new Error("the prompt takes about 900 tokens, the room left 300"), { name: "AerixError", kind: "options" });
+    const store = chat(fakeAgent([RUNS.tools, tooLong, RUNS.again]));
+    await store.send("first");
+    const before = store.getState().messages;
+    const refused = await store.send("x".repeat(5000));
+    assert.equal(refused.status, "error");
+    assert.deepEqual(refused.messages, before); // the conversation as the agent keeps it: without the prompt
+    assert.deepEqual([refused.error.kind, refused.error.prompt], ["options", "x".repeat(5000)]);
+    const after = await store.send("third"); // the chat goes on
+    assert.deepEqual(after.messages.slice(0, before.length), before);
+    assert.deepEqual(after.messages[before.length], { role: "user", text: "third" });
+  });
+
+  test("a failure after the run's first event keeps the prompt: the run began", async () => {
+    const store = chat(fakeAgent([[{ type: "turn", turn: 1, thought: "", calls: [] }]]));
+    const agent = store.agent;
+    const run = agent.run;
+    agent.run = (prompt, options) => (async function* () {
+      yield* run.call(agent, prompt, options);
+      throw Object.assign(new Error("lost"), { name: "AerixError", kind: "store" });
+    })();
+    const state = await store.send("kept");
+    assert.deepEqual([state.status, state.messages.at(-1).text, state.error.prompt], ["error", "kept", undefined]);
+  });
+
   test("recover: a waiting run joins the state, an interrupted one can be resumed with its prompt", async () => {
     const runs = [
       { id: "r-note", prompt: "Remind me to call Anna.", status: "waiting", approval: { id: "call_1.1", title: "Save?", body: "{}" } },

@@ -5,13 +5,11 @@
 // per timer tick and records when each request starts and ends (the approach of
 // kept-models.test.mjs). tests/e2e/test_agent_in_page.py runs two agents on one real engine.
 import assert from "node:assert/strict";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { pathToFileURL } from "node:url";
+import { readFileSync } from "node:fs";
 import { after, afterEach, before, beforeEach, describe, test } from "node:test";
 
 import { loadEngine } from "../../web/engine.mjs";
+import { defineGlobal, fakeWllama, savedGlobals } from "./fake-wllama.mjs";
 
 const MODEL = readFileSync(new URL("../../models/aerix-tools.gguf", import.meta.url));
 
@@ -53,26 +51,19 @@ export class Wllama {
 }
 `;
 
-let wllamaDir;
-const saved = {};
+let wllama, globals;
 
 before(() => {
-  wllamaDir = mkdtempSync(join(tmpdir(), "fake-wllama-"));
-  writeFileSync(join(wllamaDir, "package.json"), '{"type": "module"}');
-  writeFileSync(join(wllamaDir, "index.js"), FAKE_WLLAMA);
-  for (const name of ["location", "navigator", "fetch"]) saved[name] = Object.getOwnPropertyDescriptor(globalThis, name);
-  const define = (name, value) => Object.defineProperty(globalThis, name, { value, configurable: true, writable: true });
-  define("location", { href: "http://site.test/index.html" });
-  define("navigator", { hardwareConcurrency: 2 });
-  define("fetch", async () => new Response(new Uint8Array([0, 0x61, 0x73, 0x6d, 1, 0, 0, 0]))); // wllama's wasm
+  wllama = fakeWllama(FAKE_WLLAMA);
+  globals = savedGlobals(["location", "navigator", "fetch"]);
+  defineGlobal("location", { href: "http://site.test/index.html" });
+  defineGlobal("navigator", { hardwareConcurrency: 2 });
+  defineGlobal("fetch", async () => new Response(new Uint8Array([0, 0x61, 0x73, 0x6d, 1, 0, 0, 0]))); // wllama's wasm
 });
 
 after(() => {
-  rmSync(wllamaDir, { recursive: true, force: true });
-  for (const [name, descriptor] of Object.entries(saved)) {
-    if (descriptor) Object.defineProperty(globalThis, name, descriptor);
-    else delete globalThis[name];
-  }
+  wllama.remove();
+  globals.restore();
 });
 
 beforeEach(() => {
@@ -81,7 +72,7 @@ beforeEach(() => {
 afterEach(() => delete globalThis.llama);
 
 const engine = () =>
-  loadEngine({ model: new Blob([MODEL]), cache: false, prompt: "chat", recorder: true, wllamaBase: pathToFileURL(wllamaDir).href + "/" });
+  loadEngine({ model: new Blob([MODEL]), cache: false, prompt: "chat", recorder: true, wllamaBase: wllama.base });
 
 /** Read one chat to its end into the shared `log`: "A text A1", ..., "A done"; "A threw <name>" if it throws. */
 async function read(eng, name, log, options = {}) {

@@ -3,13 +3,11 @@
 // Cache API, the page's location, wllama and its wasm), with the bundled model's real bytes.
 // tests/e2e/test_model_picker.py does the same in a browser, on the real engine.
 import assert from "node:assert/strict";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { pathToFileURL } from "node:url";
+import { readFileSync } from "node:fs";
 import { after, afterEach, before, beforeEach, describe, test } from "node:test";
 
 import { cachedModels, forgetModel, keepModel, loadEngine } from "../../web/engine.mjs";
+import { defineGlobal, fakeWllama, savedGlobals } from "./fake-wllama.mjs";
 
 const ROOT = new URL("../../", import.meta.url);
 const MODEL = readFileSync(new URL("models/aerix-tools.gguf", ROOT));
@@ -56,33 +54,26 @@ export class Wllama {
 }
 `;
 
-let wllamaDir;
+let wllama, globals;
 let cache;
-const saved = {};
 
 before(() => {
-  wllamaDir = mkdtempSync(join(tmpdir(), "fake-wllama-"));
-  writeFileSync(join(wllamaDir, "package.json"), '{"type": "module"}');
-  writeFileSync(join(wllamaDir, "index.js"), FAKE_WLLAMA);
-  for (const name of ["caches", "location", "navigator", "fetch"]) saved[name] = Object.getOwnPropertyDescriptor(globalThis, name);
+  wllama = fakeWllama(FAKE_WLLAMA);
+  globals = savedGlobals(["caches", "location", "navigator", "fetch"]);
 });
 
 after(() => {
-  rmSync(wllamaDir, { recursive: true, force: true });
-  for (const [name, descriptor] of Object.entries(saved)) {
-    if (descriptor) Object.defineProperty(globalThis, name, descriptor);
-    else delete globalThis[name];
-  }
+  wllama.remove();
+  globals.restore();
 });
 
 beforeEach(() => {
   cache = new FakeCache();
-  const define = (name, value) => Object.defineProperty(globalThis, name, { value, configurable: true, writable: true });
-  define("caches", { open: async (name) => (assert.equal(name, "aerix-models"), cache) });
-  define("location", { href: PAGE });
-  define("navigator", { hardwareConcurrency: 2 }); // no `gpu`: the CPU
+  defineGlobal("caches", { open: async (name) => (assert.equal(name, "aerix-models"), cache) });
+  defineGlobal("location", { href: PAGE });
+  defineGlobal("navigator", { hardwareConcurrency: 2 }); // no `gpu`: the CPU
   // only wllama's wasm is fetched here (its first bytes, to check them)
-  define("fetch", async (url) => {
+  defineGlobal("fetch", async (url) => {
     assert.match(String(url), /wllama\.wasm$/);
     return new Response(new Uint8Array([0, 0x61, 0x73, 0x6d, 1, 0, 0, 0]));
   });
@@ -93,7 +84,7 @@ afterEach(() => delete globalThis.llama);
 
 function load(model, options = {}) {
   const progress = [];
-  const engine = loadEngine({ model, wllamaBase: pathToFileURL(wllamaDir).href + "/", prompt: "chat", onProgress: (p) => progress.push(p), ...options });
+  const engine = loadEngine({ model, wllamaBase: wllama.base, prompt: "chat", onProgress: (p) => progress.push(p), ...options });
   return engine.then((e) => ({ info: { ...e.info }, progress }));
 }
 

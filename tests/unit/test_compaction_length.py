@@ -10,9 +10,10 @@ import re
 
 import pytest
 from helpers import calls, collect, endings, final
+from test_compaction import LOOKUP, is_summary  # the tool and the summary test of the compaction tests
 
 from aerix import AerixError, Agent, Compacted, Compaction, Limits, tool
-from aerix.compaction import _DIGEST_HEAD, SUMMARY_SCHEMA
+from aerix.compaction import _DIGEST_HEAD
 from aerix.conversations import VERSION
 from aerix.stores import MemoryStore
 from aerix.testing import ScriptedModel, _render
@@ -22,17 +23,6 @@ MAX_TOKENS = 200
 # takes about 640; the system message about 550 and the reply 200: about 8 exchanges fit.
 WINDOW = 5800
 CUT_NOTE = re.compile(r"\n\[cut: the result was (\d+) characters; this is the first (\d+)\]$")
-
-
-def lookup(input, ctx):
-    return f"facts about {input['q']}: " + "lorem ipsum " * 20
-
-
-LOOKUP = tool(name="lookup", description="Looks up.", input={"q": {"type": "string", "required": True}}, run=lookup)
-
-
-def is_summary(options) -> bool:
-    return options["constraint"] == SUMMARY_SCHEMA
 
 
 def failing(messages, options):

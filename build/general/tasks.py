@@ -7,6 +7,8 @@ Kinds (``MIX`` the default shares):
 - ``multiple``: calls of two or three different tools in one turn;
 - ``irrelevant``: a request no tool of the family serves (another domain's request, or chat):
   the answer is a final and no call;
+- ``near_miss``: a request in the family's own domain that no tool of it serves (another action,
+  a value past the schema, another quantity: :mod:`build.general.nearmiss`): a final, no call;
 - ``error``: one call whose result is an error: the final says what failed;
 - ``two_requests``: a second request in the same conversation; its final quotes its result.
 """
@@ -24,7 +26,10 @@ from .values import KINDS, Value, join_words
 
 __all__ = ["Call", "Task", "MIX", "make_task", "ERRORS"]
 
-MIX = {"single": 0.30, "parallel": 0.15, "multiple": 0.15, "irrelevant": 0.15, "error": 0.10, "two_requests": 0.15}
+# irrelevant + near_miss a quarter of first turns: run A (14 % irrelevant, no near misses) called a
+# tool on every BFCL irrelevance question (build/general/TRAINING.md)
+MIX = {"single": 0.22, "parallel": 0.13, "multiple": 0.15, "irrelevant": 0.13, "near_miss": 0.12, "error": 0.10,
+       "two_requests": 0.15}
 ERRORS = ("no match found for {v}", "{v} is not available", "the service is busy, try again later", "permission denied",
           "rate limit reached", "unknown {label}: {v}", "{label} {v} is out of range", "timed out while fetching data",
           "the account has no access to this feature", "invalid {label}")
@@ -48,6 +53,7 @@ class Task:
     fail: dict[str, str] = field(default_factory=dict)  # tool -> error message
     then: Task | None = None
     frame: str = ""
+    flavour: str = ""  # a near miss's flavour (build.general.nearmiss.FLAVOURS)
 
     def to_dict(self) -> dict[str, Any]:
         return {"kind": self.kind, "prompt": self.prompt, "calls": [{"tool": c.tool, "input": c.input} for c in self.calls]}
@@ -190,7 +196,14 @@ def _error(rng: random.Random, family: Family, val: bool) -> Task:
     return Task("error", task.prompt, task.calls, fail={call.tool: message}, frame=task.frame)
 
 
-_MAKERS = {"single": _single, "parallel": _parallel, "multiple": _multiple, "irrelevant": _irrelevant, "error": _error}
+def _near_miss(rng: random.Random, family: Family, val: bool) -> Task | None:
+    from .nearmiss import near_miss  # it builds on this module's helpers
+
+    return near_miss(rng, family, val)
+
+
+_MAKERS = {"single": _single, "parallel": _parallel, "multiple": _multiple, "irrelevant": _irrelevant, "near_miss": _near_miss,
+           "error": _error}
 
 
 def make_task(rng: random.Random, family: Family, kind: str, val_phrasing: bool) -> Task | None:
@@ -198,7 +211,7 @@ def make_task(rng: random.Random, family: Family, kind: str, val_phrasing: bool)
     ``multiple`` of a one-tool family)."""
     if kind == "two_requests":
         first = _MAKERS[rng.choice(("single", "single", "parallel", "error"))](rng, family, val_phrasing)
-        second = _MAKERS[rng.choice(("single", "single", "parallel", "multiple", "irrelevant"))](rng, family, val_phrasing)
+        second = _MAKERS[rng.choice(("single", "single", "parallel", "multiple", "irrelevant", "near_miss"))](rng, family, val_phrasing)
         if first is None or second is None:
             return None
         seen = {repr((c.tool, c.input)) for c in first.calls}

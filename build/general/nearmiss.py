@@ -1,0 +1,146 @@
+"""Near misses: a request in the family's own domain, phrased like a tool request, that no tool of
+the family serves. The answer is a final that says what the tools can and cannot do, and no call.
+
+Built from the family's own tool definitions so that they are truly near (issue 29, run A:
+a model that never saw one calls the closest tool with made-up values). Flavours:
+
+- ``action``: an action the tools do not offer on a tool's own object (delete, cancel, change);
+- ``range``: a number past the maximum a tool's schema allows ("for 30 days" where it takes 1-10);
+- ``enum``: a value not in a tool's enum (a category another family's tool has, this one's not);
+- ``quantity``: another quantity of the tool's object: its long-run history or average, which the
+  tool (one value for the inputs given) does not compute.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+
+from . import phrasing as ph
+from .domains import DOMAINS
+from .families import Family, Param, ToolSpec
+from .tasks import Task, _mention, _request, _values, can_do
+from .values import Value, plural
+
+__all__ = ["near_miss", "FLAVOURS"]
+
+FLAVOURS = ("action", "range", "enum", "quantity")
+ACTIONS = (("delete", "delete"), ("cancel", "cancel"), ("change", "change"), ("undo", "undo"), ("edit", "edit"),
+           ("remove", "remove"), ("share", "share"), ("export", "export"))
+ACTION_X = ("{a} the {thing} I {did} yesterday", "{a} my last {thing}", "{a} the {thing} from this morning",
+            "{a} every {thing} I {did} last week", "{a} the {thing} you {did} for me earlier")
+QUANTITY_X = ("get the average of {obj} over the last {n} years {m}", "chart {obj} over the past {n} years {m}",
+              "find the all-time record for {obj} {m}", "compare {obj} with {n} years ago {m}",
+              "get the trend of {obj} across the last {n} years {m}")
+
+
+def _enum_pool() -> dict[str, set[str]]:
+    """Every enum's values by its noun, over all domains: what a near enum request draws from."""
+    pool: dict[str, set[str]] = {}
+    for text in DOMAINS.values():
+        for values, noun in re.findall(r":enum:([^:\s]+):(\w+)", text):
+            pool.setdefault(noun, set()).update(values.split(","))
+    return pool
+
+
+ENUM_POOL = _enum_pool()
+
+
+def _thing(spec: ToolSpec) -> tuple[str, str]:
+    """(the object a tool's ``do`` acts on, its verb in the past): "log a symptom" -> (symptom, logged)."""
+    verb, _, rest = spec.do.partition(" ")
+    rest = re.sub(r"^(a|an|the|my|up|for)\s+", "", rest)
+    rest = re.sub(r"^(a|an|the)\s+", "", rest)
+    did = verb + ("d" if verb.endswith("e") else "ed")
+    irregular = {"get": "got", "find": "found", "buy": "bought", "send": "sent", "make": "made", "look": "looked up",
+                 "split": "split", "set": "set", "put": "put", "run": "ran", "pay": "paid", "write": "wrote", "take": "took"}
+    return rest, irregular.get(verb, did)
+
+
+def _reply(rng: random.Random, family: Family, cannot: str) -> str:
+    c = can_do(family)
+    return rng.choice((f"I can't {cannot}: none of my tools does that. I can {c}.",
+                       f"That is beyond my tools: they cannot {cannot}. What I can do: {c}.",
+                       f"Sorry, my tools can't {cannot}. They only {c}."))
+
+
+def _action(rng: random.Random, family: Family, val: bool) -> Task | None:
+    names = " ".join(t.name + " " + t.do for t in family.tools).lower()
+    spec = rng.choice(family.tools)
+    verb, _ = rng.choice([a for a in ACTIONS if a[0] not in names])
+    thing, did = _thing(spec)
+    if not thing:
+        return None
+    x = rng.choice(ACTION_X).format(a=verb, thing=thing, did=did)
+    frame = rng.choice(ph.frames(ph.DO_FRAMES, val))
+    a = "an" if thing[:1] in "aeiou" else "a"
+    thought = f"The tools cannot {verb} {a} {thing}; none fits."
+    return Task("near_miss", ph.fill(ph.dress(rng, frame), x=x), reply=_reply(rng, family, f"{verb} {a} {thing}"), thought=thought, frame=frame)
+
+
+def _swap(rng: random.Random, spec: ToolSpec, p: Param, v: Value, val: bool) -> tuple[str, str]:
+    named = [(q, v if q is p else w) for q, w in _values(rng, spec)]
+    if p not in [q for q, _ in named]:
+        named.append((p, v))
+    return _request(rng, spec, named, val)
+
+
+def _range(rng: random.Random, family: Family, val: bool) -> Task | None:
+    options = [(t, p) for t in family.tools for p in t.params if p.kind == "int" and len(p.args) > 2 and p.args[2]
+               and 2 <= int(p.args[1]) <= 400]
+    if not options:
+        return None
+    spec, p = rng.choice(options)
+    hi, noun = int(p.args[1]), p.args[2]
+    n = rng.choice((hi + 1, hi * 2, hi * 3, hi * 5, hi * 10))
+    prompt, frame = _swap(rng, spec, p, Value(n, f"{n} {plural(noun, n)}".strip(), str(n)), val)
+    most = f"{hi} {plural(noun, hi)}".strip()
+    reply = _reply(rng, family, f"go past {most} for the {p.label} ({n} asked)")
+    return Task("near_miss", prompt, reply=reply, thought=f"The {p.label} can be at most {hi}; {n} is out of range.", frame=frame)
+
+
+def _enum(rng: random.Random, family: Family, val: bool) -> Task | None:
+    options = []
+    for t in family.tools:
+        for p in t.params:
+            if p.kind == "enum":
+                allowed = set(p.args[0].split(","))
+                others = sorted(ENUM_POOL.get(p.args[-1], set()) - allowed - {"none"})
+                options += [(t, p, o, sorted(allowed)) for o in others]
+    if not options:
+        return None
+    spec, p, other, allowed = rng.choice(options)
+    noun = p.args[-1]
+    said = other.replace("_", " ")  # the mention adds the noun ("theater category")
+    prompt, frame = _swap(rng, spec, p, Value(other, said, other), val)
+    reply = (_reply(rng, family, f"use the {noun} {other.replace('_', ' ')}")
+             + f" The {noun} can be {', '.join(a.replace('_', ' ') for a in allowed)}.")
+    return Task("near_miss", prompt, reply=reply, thought=f"{other} is not a {noun} the tools take.", frame=frame)
+
+
+def _quantity(rng: random.Random, family: Family, val: bool) -> Task | None:
+    options = [t for t in family.tools if t.obj and not any(p.kind == "date" for p in t.params)]
+    if not options:
+        return None
+    spec = rng.choice(options)
+    named = [(p, v) for p, v in _values(rng, spec) if p.required][:1]
+    m = " ".join(_mention(rng, p, v) for p, v in named)
+    x = rng.choice(QUANTITY_X).format(obj=spec.obj, n=rng.choice((5, 10, 20, 30)), m=m).strip()
+    frame = rng.choice(ph.frames(ph.DO_FRAMES, val))
+    reply = _reply(rng, family, f"give {spec.obj} over time, only as it is for the inputs given")
+    return Task("near_miss", ph.fill(ph.dress(rng, frame), x=x), reply=reply,
+                thought=f"The tools give {spec.obj} now, not its history or average.", frame=frame)
+
+
+_FLAVOURS = {"action": _action, "range": _range, "enum": _enum, "quantity": _quantity}
+
+
+def near_miss(rng: random.Random, family: Family, val: bool, flavour: str | None = None) -> Task | None:
+    """A near-miss task of the flavour (drawn where not given), or None where the family has none."""
+    kinds = [flavour] if flavour else rng.sample(FLAVOURS, len(FLAVOURS))
+    for k in kinds:
+        task = _FLAVOURS[k](rng, family, val)
+        if task is not None:
+            task.flavour = k
+            return task
+    return None

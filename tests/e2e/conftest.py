@@ -7,12 +7,15 @@ the page) and "worker" (in a Web Worker, `boot({worker: true})`).
 
 from __future__ import annotations
 
+import json
+import shutil
 from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
 
 from build.chromium import CHROMIUM, launch
+from build.dist import build_dist
 from build.serve import serve
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -27,6 +30,43 @@ def site():
     yield f"http://127.0.0.1:{server.server_address[1]}"
     server.shutdown()
     server.server_close()
+
+
+# The files a site of its own (dist_site) serves beside the dist folder.
+OWN_SITE_FILES = ("/", "/index.html", "/app.mjs", "/tiny.gguf")
+
+
+def dist_site(root, page, app):
+    """A site of its own at ``root`` (a generator for a fixture): the dist folder `make dist` makes
+    of build/site (its tarball checked and left out, no model in it), ``page`` as index.html and
+    ``app`` as app.mjs (``%(dist)s`` the dist folder's name in both) and tiny.gguf; served with
+    build.serve's headers. Yields (origin, dist name, manifest)."""
+    if not (SITE / "pyodide-lock.json").exists() or not (SITE / "models" / "tiny.gguf").exists():
+        pytest.fail("build/site is not built: run `make build` (make test-e2e does)")
+    folder = build_dist(SITE, root)
+    tarball = root / f"{folder.name}.tar.gz"
+    assert tarball.is_file()
+    tarball.unlink()  # the site serves the folder only
+    assert not list(folder.rglob("*.gguf")), "the dist must hold no model"
+    (root / "index.html").write_text(page % {"dist": folder.name})
+    (root / "app.mjs").write_text(app % {"dist": folder.name})
+    shutil.copyfile(SITE / "models" / "tiny.gguf", root / "tiny.gguf")
+    manifest = json.loads((folder / "MANIFEST.json").read_text())
+    server, _ = serve(root, 0)
+    yield f"http://127.0.0.1:{server.server_address[1]}", folder.name, manifest
+    server.shutdown()
+    server.server_close()
+
+
+def dist_site_paths(traffic, name, manifest):
+    """The paths a page of a dist_site asked for, checked: every request to its origin and
+    answered, each for a file of the site or of the dist."""
+    assert traffic.foreign == [], f"requests left the origin: {traffic.foreign}"
+    assert traffic.failed == [], f"requests failed: {traffic.failed}"
+    allowed = {*OWN_SITE_FILES, *(f"/{name}/{f['file']}" for f in manifest["files"])}
+    paths = [urlsplit(u).path for u in traffic.urls if not u.startswith(("data:", "blob:"))]
+    assert [p for p in paths if p not in allowed] == []
+    return paths
 
 
 @pytest.fixture(scope="session")

@@ -9,15 +9,8 @@ JavaScript tool: one ending, every request to the site's origin, every one answe
 
 from __future__ import annotations
 
-import json
-import shutil
-from urllib.parse import urlsplit
-
 import pytest
-from conftest import SITE, open_page
-
-from build.dist import build_dist
-from build.serve import serve
+from conftest import dist_site, dist_site_paths, open_page
 
 PAGE = """<!doctype html>
 <html lang="en">
@@ -59,28 +52,12 @@ window.app = {
 """
 
 ENDINGS = ("final", "end")
-PAGE_FILES = ("/", "/index.html", "/app.mjs", "/tiny.gguf")
 
 
 @pytest.fixture(scope="module")
 def own_site(tmp_path_factory):
     """The site's root, served: the dist folder, the page, the model. Yields (origin, dist name, manifest)."""
-    if not (SITE / "pyodide-lock.json").exists() or not (SITE / "models" / "tiny.gguf").exists():
-        pytest.fail("build/site is not built: run `make build` (make test-e2e does)")
-    root = tmp_path_factory.mktemp("own-site")
-    folder = build_dist(SITE, root)
-    tarball = root / f"{folder.name}.tar.gz"
-    assert tarball.is_file()
-    tarball.unlink()  # the site serves the folder only
-    assert not list(folder.rglob("*.gguf")), "the dist must hold no model"
-    (root / "index.html").write_text(PAGE % {"dist": folder.name})
-    (root / "app.mjs").write_text(APP % {"dist": folder.name})
-    shutil.copyfile(SITE / "models" / "tiny.gguf", root / "tiny.gguf")
-    manifest = json.loads((folder / "MANIFEST.json").read_text())
-    server, _ = serve(root, 0)
-    yield f"http://127.0.0.1:{server.server_address[1]}", folder.name, manifest
-    server.shutdown()
-    server.server_close()
+    yield from dist_site(tmp_path_factory.mktemp("own-site"), PAGE, APP)
 
 
 def test_a_page_of_its_own_boots_aerix_from_the_dist_and_runs_an_agent(browser, own_site, worker):
@@ -112,11 +89,7 @@ def test_a_page_of_its_own_boots_aerix_from_the_dist_and_runs_an_agent(browser, 
             assert (results[call["id"]]["text"], results[call["id"]]["error"]) == (f"Sunny in {call['input']['city']}", False)
 
     # every request went to this site, and only for the page's files or the dist's
-    assert traffic.foreign == [], f"requests left the origin: {traffic.foreign}"
-    assert traffic.failed == [], f"requests failed: {traffic.failed}"
-    allowed = {*PAGE_FILES, *(f"/{name}/{f['file']}" for f in manifest["files"])}
-    paths = [urlsplit(u).path for u in traffic.urls if not u.startswith(("data:", "blob:"))]
-    assert [p for p in paths if p not in allowed] == []
+    paths = dist_site_paths(traffic, name, manifest)
     # and the runtime really came from the dist folder
     for part in ("pyodide/pyodide.asm.wasm", "pyodide-lock.json", "wheels/aerix-", "wheels/pydantic_core-", "wllama/wllama.wasm"):
         assert any(p.startswith(f"/{name}/{part}") for p in paths), part

@@ -14,14 +14,9 @@ generation decoded under the turn schema; every request to the site's origin, ev
 from __future__ import annotations
 
 import json
-import shutil
-from urllib.parse import urlsplit
 
 import pytest
-from conftest import SITE, open_page, sent_schema
-
-from build.dist import build_dist
-from build.serve import serve
+from conftest import dist_site, dist_site_paths, open_page, sent_schema
 
 PAGE = """<!doctype html>
 <html lang="en">
@@ -76,25 +71,12 @@ json.dumps([e.to_dict() for e in [e async for e in agent.run(prompt)]])
 """
 
 ENDINGS = ("final", "end")
-PAGE_FILES = ("/", "/index.html", "/app.mjs", "/tiny.gguf")
 
 
 @pytest.fixture(scope="module")
 def own_pyodide_site(tmp_path_factory):
     """The site's root, served: the dist folder, the page, the model. Yields (origin, dist name, manifest)."""
-    if not (SITE / "pyodide-lock.json").exists() or not (SITE / "models" / "tiny.gguf").exists():
-        pytest.fail("build/site is not built: run `make build` (make test-e2e does)")
-    root = tmp_path_factory.mktemp("own-pyodide")
-    folder = build_dist(SITE, root)
-    (root / f"{folder.name}.tar.gz").unlink()
-    (root / "index.html").write_text(PAGE)
-    (root / "app.mjs").write_text(APP % {"dist": folder.name})
-    shutil.copyfile(SITE / "models" / "tiny.gguf", root / "tiny.gguf")
-    manifest = json.loads((folder / "MANIFEST.json").read_text())
-    server, _ = serve(root, 0)
-    yield f"http://127.0.0.1:{server.server_address[1]}", folder.name, manifest
-    server.shutdown()
-    server.server_close()
+    yield from dist_site(tmp_path_factory.mktemp("own-pyodide"), PAGE, APP)
 
 
 def test_a_pyodide_the_page_booted_itself_installs_aerix_with_micropip_and_runs_an_agent(browser, own_pyodide_site):
@@ -131,10 +113,6 @@ def test_a_pyodide_the_page_booted_itself_installs_aerix_with_micropip_and_runs_
         assert "weather" in json.dumps(schema)
 
     # every request went to this site, only for the page's files or the dist's; aerix came by micropip
-    assert traffic.foreign == [], f"requests left the origin: {traffic.foreign}"
-    assert traffic.failed == [], f"requests failed: {traffic.failed}"
-    allowed = {*PAGE_FILES, *(f"/{name}/{f['file']}" for f in manifest["files"])}
-    paths = [urlsplit(u).path for u in traffic.urls if not u.startswith(("data:", "blob:"))]
-    assert [p for p in paths if p not in allowed] == []
+    paths = dist_site_paths(traffic, name, manifest)
     for part in ("wheels/micropip-", "wheels/aerix-", "wheels/pydantic_core-", "wheels/jinja2-", "wllama/wllama.wasm"):
         assert any(p.startswith(f"/{name}/{part}") for p in paths), part

@@ -10,9 +10,9 @@ import re
 
 import pytest
 from helpers import calls, collect, endings, final
-from test_compaction import LOOKUP, is_summary  # the tool and the summary test of the compaction tests
+from test_compaction import LOOKUP, is_summary, chat_script as compaction_chat_script  # the compaction tests' tool, summary check and chat
 
-from aerix import AerixError, Agent, Compacted, Compaction, Limits, tool
+from aerix import AerixError, Agent, Compacted, Limits, tool
 from aerix.compaction import _DIGEST_HEAD
 from aerix.conversations import VERSION
 from aerix.stores import MemoryStore
@@ -30,17 +30,9 @@ def failing(messages, options):
 
 
 def chat_script(summary=failing):
-    """Each prompt: one call, then an answer; the summary request answered by ``summary``."""
-
-    def script(messages, options):
-        if is_summary(options):
-            return summary(messages, options)
-        last = messages[-1]["content"]
-        if last.startswith('{"results"'):
-            return final("Here is what I found, in a few words.")
-        return calls(("lookup", {"q": last[:24]}))
-
-    return script
+    """The compaction tests' chat (each prompt: one call, then an answer), its summary request
+    failing unless ``summary`` answers it."""
+    return compaction_chat_script(summary)
 
 
 def prompt(i: int) -> str:

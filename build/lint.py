@@ -42,6 +42,15 @@ def functions(tree: ast.AST, prefix: str = "") -> list[tuple[str, int]]:
     return out
 
 
+def report(where: str, modules: list[tuple[int, str]], longest: list[tuple[int, str]]) -> None:
+    """Print the figures of one tree: how many modules, the largest three, the longest three functions."""
+    modules.sort(reverse=True)
+    longest.sort(reverse=True)
+    print(f"lint: {len(modules)} modules in {where}")
+    print(f"  largest modules (limit {MAX_MODULE}): " + ", ".join(f"{rel} {n}" for n, rel in modules[:3]))
+    print(f"  longest functions (limit {MAX_FUNCTION}): " + ", ".join(f"{name} {n}" for n, name in longest[:3]))
+
+
 def sizes() -> list[str]:
     """Check every module of the package; print the largest and return what is over a limit."""
     failures: list[str] = []
@@ -63,11 +72,7 @@ def sizes() -> list[str]:
         failures.append(f"the loop {LOOP[0]}:{LOOP[1]} was not found")
     elif loop_lines > MAX_LOOP:
         failures.append(f"the loop {LOOP[0]}:{LOOP[1]}: {loop_lines} lines (limit {MAX_LOOP})")
-    modules.sort(reverse=True)
-    longest.sort(reverse=True)
-    print(f"lint: {len(modules)} modules in py/aerix")
-    print(f"  largest modules (limit {MAX_MODULE}): " + ", ".join(f"{rel} {n}" for n, rel in modules[:3]))
-    print(f"  longest functions (limit {MAX_FUNCTION}): " + ", ".join(f"{name} {n}" for n, name in longest[:3]))
+    report("py/aerix", modules, longest)
     print(f"  the loop {LOOP[0]}:{LOOP[1]}: {loop_lines} lines (limit {MAX_LOOP})")
     return failures
 
@@ -92,11 +97,7 @@ def web_sizes() -> list[str]:
             longest.append((function["lines"], f"{rel}:{function['name']}"))
             if function["lines"] > MAX_FUNCTION:
                 failures.append(f"function web/{rel}:{function['name']}: {function['lines']} lines (limit {MAX_FUNCTION})")
-    modules.sort(reverse=True)
-    longest.sort(reverse=True)
-    print(f"lint: {len(modules)} modules in web/")
-    print(f"  largest modules (limit {MAX_MODULE}): " + ", ".join(f"{rel} {n}" for n, rel in modules[:3]))
-    print(f"  longest functions (limit {MAX_FUNCTION}): " + ", ".join(f"{name} {n}" for n, name in longest[:3]))
+    report("web/", modules, longest)
     return failures
 
 

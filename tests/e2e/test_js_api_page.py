@@ -20,20 +20,12 @@ trained for the demo's tools only.
 
 from __future__ import annotations
 
-import json
 from urllib.parse import urlsplit
 
 import pytest
 from conftest import open_page
-from test_state_page import ScriptedServer
+from test_state_page import ScriptedServer, calls, final, turn_by_script
 
-
-def calls(tool: str, input: dict) -> str:
-    return json.dumps({"thought": "use tools", "calls": [{"tool": tool, "input": input}]})
-
-
-def final(text: str) -> str:
-    return json.dumps({"thought": "done", "final": text})
 
 
 # The first turn by the prompt (the helper's prompt is the task the boss gave it), each later one by
@@ -48,12 +40,7 @@ AFTER = {"research": final("It is sunny."), "state_notes_upsert": final("Kept.")
 
 
 def scripted_turn(body: dict) -> str:
-    last = body["messages"][-1]["content"]
-    try:
-        results = json.loads(last)["results"]
-    except (ValueError, KeyError, TypeError):
-        return next((turn for prompt, turn in FIRST.items() if prompt in last), final(f"off script: {last[:80]}"))
-    return AFTER.get(results[-1]["tool"], final(f"off script: {results[-1]['tool']}"))
+    return turn_by_script(body, FIRST, AFTER)
 
 
 @pytest.fixture(scope="module")

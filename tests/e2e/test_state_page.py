@@ -233,14 +233,20 @@ AFTER = {
 }
 
 
-def scripted_turn(body: dict) -> str:
-    """The turn the script gives for a `/chat/completions` request body."""
+def turn_by_script(body: dict, first: dict, after: dict) -> str:
+    """The turn a script gives for a `/chat/completions` request body: the first by the prompt it
+    holds (``first``: prompt -> turn), each later one by the tool whose result came last (``after``)."""
     last = body["messages"][-1]["content"]
     try:
         results = json.loads(last)["results"]
     except (ValueError, KeyError, TypeError):
-        return next((turn for prompt, turn in FIRST.items() if prompt in last), final(f"off script: {last[:80]}"))
-    return AFTER.get(results[-1]["tool"], final(f"off script: {results[-1]['tool']}"))
+        return next((turn for prompt, turn in first.items() if prompt in last), final(f"off script: {last[:80]}"))
+    return after.get(results[-1]["tool"], final(f"off script: {results[-1]['tool']}"))
+
+
+def scripted_turn(body: dict) -> str:
+    """The turn this module's script gives for a request body."""
+    return turn_by_script(body, FIRST, AFTER)
 
 
 class ScriptedServer:

@@ -14,6 +14,10 @@ validation loss every ``--eval-every`` steps), ``metrics.jsonl`` (one line a ste
 steps, at the end, and on SIGTERM or SIGINT, after the step under way) and ``adapter.lora``
 (what build/general/gguf_out.py applies). Run the same command again and it resumes from the
 checkpoint: the same data from the same place, the same losses as a run never stopped.
+
+``--init RUN/checkpoint.pt`` starts a new run from another run's adapter (its weights only: a
+fresh optimizer, this run's data and schedule from step 0): run B went on from run A this way
+with a corpus run A never saw. Only a run's first start reads it; a resumed run has its own.
 """
 
 from __future__ import annotations
@@ -134,6 +138,22 @@ def resume(out: Path, model: Llama, opt: torch.optim.Optimizer, s: Settings) -> 
     return int(state["step"])
 
 
+def warm_start(path: Path, model: Llama, s: Settings) -> int:
+    """Copy the adapter of another run's checkpoint at `path` into `model`; that run's step."""
+    if not Path(path).is_file():
+        raise SystemExit(f"train: --init {path}: no such checkpoint")
+    state = torch.load(path, weights_only=False)
+    was = {**asdict(Settings()), **state["settings"]}
+    changed = [k for k in ("rank", "alpha", "targets") if (tuple(was[k]) if k == "targets" else was[k]) != getattr(s, k)]
+    if changed:
+        raise SystemExit(f"train: --init {path} has other adapters ({', '.join(f'{k}={was[k]}' for k in changed)})")
+    params = dict(model.named_parameters())
+    with torch.no_grad():
+        for name, value in state["adapter"].items():
+            params[name].copy_(value)
+    return int(state["step"])
+
+
 def validate(model: Llama, examples: list[Example], s: Settings, pad: int) -> float:
     total, weight = 0.0, 0.0
     with torch.no_grad():
@@ -145,7 +165,8 @@ def validate(model: Llama, examples: list[Example], s: Settings, pad: int) -> fl
 
 
 def train(model: Llama, train_set: list[Example], val_set: list[Example], out: Path, s: Settings, *, pad: int,
-          meta: dict[str, Any] | None = None, should_stop: Callable[[], bool] = lambda: False) -> int:
+          meta: dict[str, Any] | None = None, should_stop: Callable[[], bool] = lambda: False,
+          init: Path | None = None) -> int:
     """Train LoRA adapters on `model` (attached here) until step `s.steps` or `should_stop()`;
     the step reached. Resumes from `out`'s checkpoint when there is one."""
     out.mkdir(parents=True, exist_ok=True)
@@ -156,6 +177,8 @@ def train(model: Llama, train_set: list[Example], val_set: list[Example], out: P
     opt = torch.optim.AdamW(params, lr=s.lr, weight_decay=0.0)
     step = resume(out, model, opt, s)
     _keep_metrics(out, step)
+    if init is not None and step == 0:
+        log(f"initialised from {init} (its step {warm_start(init, model, s)})")
     log(f"{'resumed at' if step else 'starting'} step {step}/{s.steps}: {len(train_set)} training examples, "
         f"{len(val_set)} validation; LoRA rank {s.rank} on {','.join(s.targets)}: {sum(p.numel() for p in params):,} "
         f"parameters; {torch.get_num_threads()} threads")
@@ -222,6 +245,7 @@ def _parse(argv: list[str] | None) -> tuple[argparse.Namespace, Settings]:
     ap.add_argument("--out", type=Path, required=True, help="the run's folder (resumed when it has a checkpoint)")
     ap.add_argument("--base", type=Path, default=CACHE / SMOLLM2.file)
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--init", type=Path, default=None, help="start from this run's checkpoint.pt (its adapter only)")
     ap.add_argument("--train-split", default="train")
     ap.add_argument("--val-split", default="val,val_family,val_phrasing", help="comma-separated split names")
     for f in fields(Settings):
@@ -257,8 +281,11 @@ def main(argv: list[str] | None = None) -> int:
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda n, _f: stop.append(n))
     meta = {"base": args.base.name, "base_sha256": sha256(args.base), "data_sha256": sha256(args.data)}
+    if args.init is not None:
+        meta["init"] = str(args.init)
     pad = int(base.value("tokenizer.ggml.padding_token_id") or 0)
-    step = train(to_llama(base), train_set, val_set, args.out, s, pad=pad, meta=meta, should_stop=lambda: bool(stop))
+    step = train(to_llama(base), train_set, val_set, args.out, s, pad=pad, meta=meta, should_stop=lambda: bool(stop),
+                 init=args.init)
     return 128 + stop[0] if stop and step < s.steps else 0
 
 

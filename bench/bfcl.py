@@ -51,6 +51,7 @@ ROOT = Path(__file__).resolve().parent.parent
 SITE = ROOT / "build" / "site"
 RESULTS = ROOT / "bench" / "results"
 DEFAULT_MODELS = {
+    "aerix-general": SITE / "models" / "aerix-general-q8_0.gguf",  # SmolLM2 tuned here (make general-model)
     "smollm2-q4_1": SITE / "models" / "smollm2.gguf",
     "smollm2-q8_0": SITE / "models" / "smollm2-q8_0.gguf",
     "aerix-tools": SITE / "models" / "aerix-tools.gguf",
@@ -284,7 +285,7 @@ def run_model(name: str, path: Path, args: argparse.Namespace, checker: Any) -> 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--model", action="append", type=Path, help="a GGUF (repeatable; default: SmolLM2 Q4_1 and Q8_0 and the bundled model)")
+    ap.add_argument("--model", action="append", type=Path, help="a GGUF (repeatable; default: aerix-general, SmolLM2 Q4_1 and Q8_0 and the bundled model)")
     ap.add_argument("--variant", default="default", choices=sorted(bfcl_agent.VARIANTS), help="how each agent is made (bench/bfcl_agent.py)")
     ap.add_argument("--categories", default=",".join(bfcl_data.CATEGORIES))
     ap.add_argument("--limit", type=int, default=25, help="the first N questions of each category (0: all; default 25)")
@@ -299,7 +300,7 @@ def main(argv: list[str] | None = None) -> int:
     models = {p.stem: p for p in args.model} if args.model else DEFAULT_MODELS
     missing = [str(p) for p in models.values() if not p.is_file()]
     if missing:
-        sys.exit(f"bfcl: no such model: {', '.join(missing)} (make smollm2 puts SmolLM2 in the site)")
+        sys.exit(f"bfcl: no such model: {', '.join(missing)} (make smollm2 puts SmolLM2 in the site, make general-model aerix-general)")
     bfcl_data.fetch()
     checker = bfcl_data.checker()
     for name, path in models.items():

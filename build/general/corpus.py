@@ -33,9 +33,10 @@ from build.models import IM_END, IM_START, chatml
 from .families import Family, Runtime, aerix_tools, make_families
 from .tasks import MIX, Task, make_task
 
-__all__ = ["SEED", "SPLITS", "INSTRUCTIONS", "Teacher", "converse", "render", "generate", "main"]
+__all__ = ["SEED", "SEEDS", "SPLITS", "INSTRUCTIONS", "Teacher", "converse", "render", "generate", "main"]
 
-SEED = 1  # the corpus's seed: the one the general model is trained on
+SEED = 1  # the default seed: run A's corpus
+SEEDS = (1, 2)  # the corpora the committed adapter was trained on: run A's, then run B's (TRAINING.md)
 SPLITS = {"train": 0.90, "val_family": 0.05, "val_phrasing": 0.05}
 INSTRUCTIONS_SHARE = 0.4  # conversations whose agent has instructions (BFCL's have none)
 INSTRUCTIONS = ("You are a helpful assistant.", "Use the tools when they fit; otherwise answer directly.",

@@ -7,8 +7,8 @@ questions, function docs, possible answers, its README) occurs in:
   (``build/model/corpus.py``, the committed model's seed and count), and the rendered
   conversations (system message, turns, results, finals) of one task in 86;
 - the general model's training data (``build/general``): a sample of ``GENERAL_SAMPLE``
-  conversations of the corpus's seed as rendered (system message with every tool doc, prompts,
-  calls and their inputs, results, finals) and the tool docs of every family of that seed;
+  conversations of each of the corpus's seeds it was trained on (``corpus.SEEDS``) as rendered (system message with every tool doc, prompts,
+  calls and their inputs, results, finals) and the tool docs of every family of those seeds;
 - any text file of the repository (``git ls-files``, untracked ones included) but
   ``bench/results/`` (evaluation output, which quotes the benchmark by necessity) and
   ``package-lock.json``: the system message template, the docs and their examples, the demo and
@@ -119,10 +119,11 @@ def general_texts() -> Iterator[tuple[str, str]]:
     from build.general import corpus
     from build.general.families import Runtime, aerix_tools, make_families
 
-    for family in make_families(corpus.SEED):
-        yield f"build/general family {family.id} (tool docs)", Agent(model=ScriptedModel([]), tools=aerix_tools(family, Runtime())).system
-    for r in corpus.generate(corpus.SEED, GENERAL_SAMPLE):
-        yield f"build/general conversation ({r['family']}, {r['kind']}, frame {r['frame']!r})", r["text"]
+    for seed in corpus.SEEDS:
+        for family in make_families(seed):
+            yield f"build/general family {family.id} of seed {seed} (tool docs)", Agent(model=ScriptedModel([]), tools=aerix_tools(family, Runtime())).system
+        for r in corpus.generate(seed, GENERAL_SAMPLE):
+            yield f"build/general conversation of seed {seed} ({r['family']}, {r['kind']}, frame {r['frame']!r})", r["text"]
 
 
 def copies_of_bfcl(texts: Iterator[tuple[str, str]], at_least: int) -> dict[str, str]:

@@ -15,7 +15,7 @@ misses its goal is reported as such.
     P6  the Python loop's own ms per turn (engine excluded), 1 / 8 / 32 tools                ≤ 5 ms
     P7  the longest main-thread task during an agent run (P1's runs), worker mode            ≤ 50 ms
     P8  second-visit boot ÷ first-visit boot, the model in the browser's cache               report
-    P9  wasm ÷ native tok/s (prompt, generation), SmolLM2-135M Q4_1 and Q8_0, 1 and 2 threads report
+    P9  wasm ÷ native tok/s (prompt, generation), SmolLM2-135M Q4_1, Q8_0 (and aerix-general), 1 and 2 threads report
 
 P1, P2, P4, P5 and P7 are measured in both modes of the runtime: "page" (Python and the engine
 in the page) and "worker" (boot({worker: true})); B sides are always JavaScript in the page.
@@ -321,6 +321,7 @@ def p4(browser: Any, origin: str, pairs: int) -> dict[str, Any]:
 # -- P9: the same GGUF in the page and natively ------------------------------------------------
 
 P9_MODELS = ("smollm2.gguf", "smollm2-q8_0.gguf")  # the wheel's Q4_1, and its Q8_0 copy (build/requant.py)
+P9_ALSO = ("aerix-general-q8_0.gguf",)  # measured too when the site has it (make general-model)
 P9_PROMPT = ("The history of weather forecasting begins with the observation of the sky. " * 12).strip()
 P9_TOKENS = 32
 
@@ -337,7 +338,7 @@ def p9(browser: Any, origin: str, pairs: int) -> dict[str, Any]:
         return {}
     out: dict[str, Any] = {}
     runs = max(pairs, 3)
-    for model in P9_MODELS:
+    for model in P9_MODELS + tuple(m for m in P9_ALSO if (SITE / "models" / m).is_file()):
         for threads in (1, 2):
             context = browser.new_context()
             page = context.new_page()

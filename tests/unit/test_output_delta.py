@@ -76,6 +76,14 @@ def test_each_partial_is_valid_json_and_extends_the_one_before_up_to_the_answer(
     assert_streams_to(partials(text, pieces=chunked(text, cuts)), json.loads(text)["final"])
 
 
+@settings(max_examples=300, deadline=None)
+@given(text=st.text(alphabet=st.sampled_from('{}[]",:\\ntrufalse0123456789.-+eE u"final'), max_size=80), cuts=st.lists(st.integers(min_value=0, max_value=100), max_size=8))
+def test_any_text_at_all_gives_json_partials_and_never_raises(text, cuts):
+    turn = '{"final": ' + text
+    for partial in partials(turn, pieces=chunked(turn, cuts)):
+        json.dumps(partial, allow_nan=False)  # whatever the model writes: the turn is refused later
+
+
 def test_objects_and_arrays_appear_when_they_open_scalars_when_they_are_complete():
     text = json.dumps({"thought": "t", "final": {"a": [1, {"b": "xy"}], "c": 22}})
     assert partials(text, size=1) == [

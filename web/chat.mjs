@@ -17,6 +17,10 @@
  *              reads it; `output` is a structured answer, `runId` a durable run's id when known
  *   answer     the answer of the running run as it streams (its `final_delta` texts joined), ""
  *              before it starts and once it is in `messages`; what streamed before an `end` stays
+ *   output     with structured output (`output:`), the answer object of the running run as it
+ *              streams: the latest `output_delta`'s `output` (each is the whole object so far,
+ *              its strings and numbers complete), null before it starts, after a `retry` and
+ *              once it is in `messages`; what streamed before an `end` stays
  *   status     "idle" | "running" | "waiting" (for an approval) | "error" (an `end` other than
  *              `abort`, or a failure thrown by the agent: then `error`)
  *   ending     the run's `final` or `end` event, or null
@@ -37,7 +41,7 @@
  *   compactions how many times the conversation's oldest turns were compacted into a summary
  *              (`compact` events: the model sees the summary, `messages` still shows them all)
  *
- * `answer`, `ending`, `error`, `thought`, `calls`, `artifacts` and `runId` belong to the run:
+ * `answer`, `output`, `ending`, `error`, `thought`, `calls`, `artifacts` and `runId` belong to the run:
  * they start again at each `send`. `messages`, `usage`, `taint`, `approvals` and `compactions` last
 until `reset`.
  *
@@ -60,6 +64,7 @@ const NO_USAGE = freeze({ promptTokens: 0, completionTokens: 0, cachedTokens: 0 
 export const initialState = freeze({
   messages: freeze([]),
   answer: "",
+  output: null,
   status: "idle",
   ending: null,
   error: null,
@@ -73,7 +78,7 @@ export const initialState = freeze({
   compactions: 0,
 });
 
-const RUN = { answer: "", ending: null, error: null, thought: null, calls: freeze([]), artifacts: freeze([]) };
+const RUN = { answer: "", output: null, ending: null, error: null, thought: null, calls: freeze([]), artifacts: freeze([]) };
 
 const next = (state, changes) => freeze({ ...state, ...changes });
 const append = (list, item) => freeze([...list, freeze(item)]);
@@ -160,7 +165,9 @@ const STEPS = {
 
   // -- the agent's events --
   final_delta: (s, ev) => next(s, { answer: s.answer + ev.text }),
-  retry: (s) => (s.answer ? next(s, { answer: "" }) : s), // the refused turn's answer is not the answer
+  output_delta: (s, ev) => next(s, { output: ev.output }),
+  // the refused turn's answer (text or object) is not the answer: the next generation starts over
+  retry: (s) => (s.answer || s.output !== null ? next(s, { answer: "", output: null }) : s),
   usage: (s, ev) =>
     next(s, {
       usage: freeze({
@@ -191,6 +198,7 @@ const STEPS = {
     next(s, {
       status: "idle",
       answer: "",
+      output: null,
       ending: freeze({ ...ev }),
       thought: ev.thought ?? s.thought,
       messages: append(s.messages, message("assistant", ev.text, { output: ev.output, runId: s.runId })),

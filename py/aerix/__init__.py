@@ -14,7 +14,7 @@ from .compaction import Compaction
 from .durable import Decision, RunRecord
 from .engines.openai import OpenAIModel
 from .errors import AerixError
-from .events import Call, Compacted, End, Event, Final, FinalDelta, Handoff, Interrupted, NewArtifact, Result, Retry, SubagentEvent, Taint, Text, Turn, Usage, Waiting
+from .events import Call, Compacted, End, Event, Final, FinalDelta, Handoff, Interrupted, NewArtifact, OutputDelta, Result, Retry, SubagentEvent, Taint, Text, Turn, Usage, Waiting
 from .limits import Hooks, Limits
 from .model import Model
 from .page_options import js_tool
@@ -50,6 +50,7 @@ __all__ = [
     "Model",
     "NewArtifact",
     "OpenAIModel",
+    "OutputDelta",
     "Result",
     "Retry",
     "RunRecord",

@@ -131,7 +131,7 @@ class _Terminal:
 
     def __call__(self, ev: Event) -> None:
         d = ev.to_dict()
-        if ev.type == "final_delta":
+        if ev.type in ("final_delta", "output_delta"):
             return  # the answer decoded from the text already printed
         if ev.type == "text":
             self.out.write(_printable(d["text"]))

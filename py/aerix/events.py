@@ -4,7 +4,7 @@ Each event is a frozen dataclass with a literal ``type`` and converts to a plain
 ``to_dict()`` (JSON values only), so it can cross into JavaScript unchanged.
 
 A run yields, per generation: ``text`` deltas (and ``final_delta`` pieces of the answer as it
-is written), one ``usage``; then either ``retry`` (the turn was
+is written, or with structured output ``output_delta`` partial answers), one ``usage``; then either ``retry`` (the turn was
 refused), or ``turn`` followed by ``call``/``result`` per call (an ``artifact`` per file the call kept,
 then a ``taint`` before the first result from outside; a call of an agent as a tool,
 ``as_tool``, has its sub-run's events, each wrapped in a ``subagent`` event, between its ``call``
@@ -31,6 +31,7 @@ __all__ = [
     "Handoff",
     "Interrupted",
     "NewArtifact",
+    "OutputDelta",
     "Result",
     "Retry",
     "SubagentEvent",
@@ -81,10 +82,25 @@ class FinalDelta(_EventBase):
     string that the latest ``text`` completed (escapes and ``\\uXXXX`` decoded). Joined, a
     generation's pieces are its final's text; a UI shows the answer word by word from them, while
     ``text`` keeps the raw JSON. A turn refused after its pieces streamed (cut, bad JSON) is
-    followed by ``retry``: drop what it showed. Not sent with structured output."""
+    followed by ``retry``: drop what it showed. Not sent with structured output (``output_delta`` is)."""
 
     text: str
     type: Literal["final_delta"] = field(default="final_delta", init=False)
+
+
+@dataclass(frozen=True)
+class OutputDelta(_EventBase):
+    """With structured output (``Agent(output=...)``), the answer object as it is written: the
+    turn's ``final`` value parsed so far, whole (not a diff), after a ``text`` that changed it.
+    A string or number appears only once complete; an object or array as soon as it opens,
+    with what of it is complete (``aerix.partial_output``). Each is valid JSON and extends the
+    one before; the last of a generation is its final as written (the ``final`` event's
+    ``output`` is it validated: a pydantic model's defaults filled in). A turn refused after
+    them (bad JSON, a final that fails the schema) is followed by ``retry``: drop the object.
+    Not sent without structured output."""
+
+    output: Any
+    type: Literal["output_delta"] = field(default="output_delta", init=False)
 
 
 @dataclass(frozen=True)
@@ -292,11 +308,11 @@ class SubagentEvent(_EventBase):
     type: Literal["subagent"] = field(default="subagent", init=False)
 
 
-Event = Union[Text, FinalDelta, Usage, Compacted, Turn, Call, NewArtifact, Taint, Result, Handoff, Retry, SubagentEvent, Waiting, Interrupted, Final, End]
+Event = Union[Text, FinalDelta, OutputDelta, Usage, Compacted, Turn, Call, NewArtifact, Taint, Result, Handoff, Retry, SubagentEvent, Waiting, Interrupted, Final, End]
 
 
 _BY_TYPE: dict[str, type] = {
-    c.type: c for c in (Text, FinalDelta, Usage, Compacted, Turn, Call, NewArtifact, Taint, Result, Handoff, Retry, SubagentEvent, Waiting, Interrupted, Final, End)
+    c.type: c for c in (Text, FinalDelta, OutputDelta, Usage, Compacted, Turn, Call, NewArtifact, Taint, Result, Handoff, Retry, SubagentEvent, Waiting, Interrupted, Final, End)
 }
 
 

@@ -5,16 +5,38 @@ the characters of the top-level ``"final"`` string it completes: escapes, ``\\uX
 pairs are decoded even when a chunk ends in the middle of one, and a key named ``final`` deeper
 in the turn (a tool's input) is not the answer. Joined, the pieces are exactly what
 ``json.loads`` gives for ``final``. The loop turns them into ``final_delta {text}`` events.
+
+:func:`answer_reader` is what the loop feeds a generation's text to: this reader for a text
+answer, :class:`aerix.partial_output.PartialOutput` (``output_delta`` events) for a structured one.
 """
 
 from __future__ import annotations
 
 import re
+from typing import Callable
 
-__all__ = ["FinalText"]
+from .events import Event, FinalDelta
+from .output import Output
+from .partial_output import PartialOutput
+
+__all__ = ["FinalText", "answer_reader"]
 
 _SPECIAL = re.compile(r'["\\]')  # what ends a run of plain characters inside a string
 _SIMPLE = {'"': '"', "\\": "\\", "/": "/", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t"}
+
+
+def answer_reader(output: Output | None) -> Callable[[str], Event | None]:
+    """For each piece of a generation's text, the event of the answer it adds to, if any:
+    ``final_delta`` pieces of a text answer, ``output_delta`` partial objects of a structured one."""
+    if output is not None:
+        return PartialOutput().feed
+    reader = FinalText()
+
+    def feed(chunk: str) -> Event | None:
+        text = reader.feed(chunk)
+        return FinalDelta(text) if text else None
+
+    return feed
 
 
 class FinalText:

@@ -32,8 +32,8 @@ from .calls import LiveCall, RepeatedCall, StepInterrupted, until_aborted
 from .channels import Channels
 from .compaction import compact, fit_result
 from .errors import AerixError, describe
-from .events import Call, End, Event, Final, FinalDelta, Interrupted, Result, Retry, Text, Turn, Usage, Waiting
-from .final_text import FinalText
+from .events import Call, End, Event, Final, Interrupted, Result, Retry, Text, Turn, Usage, Waiting
+from .final_text import answer_reader
 from .handoffs import active_agent, hand_off, handed_to
 from .limits import HookFailed
 from .tools import Tool, ToolContext, WaitingForApproval, run_tool
@@ -249,16 +249,16 @@ class Loop:
         time_left = None if self.limits.timeout_s is None else self.limits.timeout_s - self.elapsed()
         options = {"max_tokens": self.limits.max_tokens, "constraint": self.schema, "signal": self.signal, "generation": dict(agent.generation), "time_left_s": time_left}
         parts: list[str] = []
-        reader = FinalText() if agent.output is None else None  # the answer, decoded as it streams
+        answer = answer_reader(agent.output)  # the answer as it streams: final_delta or output_delta
         stream = Stream(agent.model, list(self.conversation.messages), options, self.halted)
         try:
             async with aclosing(stream.texts()) as texts:
                 async for piece in texts:
                     parts.append(piece)
                     yield Text(piece)
-                    answer = reader.feed(piece) if reader is not None else ""
-                    if answer:
-                        yield FinalDelta(answer)
+                    delta = answer(piece)
+                    if delta is not None:
+                        yield delta
             if stream.breach is not None:
                 self.stop = End("error", f"engine failed: {stream.breach}")
                 return

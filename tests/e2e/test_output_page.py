@@ -1,6 +1,7 @@
 """Structured output in the page on the real engine (issue 19, point 1): every generation is
 decoded under a turn schema whose final branch is the output schema, and every run that ends
-with a final answer gives an object that the schema accepts."""
+with a final answer gives an object that the schema accepts; its object streamed first, in
+both modes, as `output_delta` events (issue 31, point 4)."""
 
 from __future__ import annotations
 
@@ -47,6 +48,12 @@ def test_every_final_is_a_decoded_valid_object(booted):
             value = last["output"]
             assert set(value) == set(SCHEMA["properties"]) and isinstance(value["city"], str)
             assert isinstance(value["days"], int) and isinstance(value["umbrella"], bool) and value["mode"] in ("train", "car")
+        since = max((i for i, e in enumerate(events) if e["type"] == "retry"), default=-1)  # a retry drops what streamed
+        streamed = [e["output"] for e in events[since + 1 :] if e["type"] == "output_delta"]
+        for before, after in zip(streamed, streamed[1:]):
+            assert all(after.get(k) == v for k, v in before.items()), "each object extends the one before"
+        if last["type"] == "final":
+            assert streamed and streamed[-1] == last["output"], "the final's object streamed whole first"
         for e in events:
             if e["type"] == "retry":  # under the grammar only a cut turn or unusable output is refused
                 assert e["reason"].startswith(("cut:", "engine output:", "bad number:")), e["reason"]

@@ -112,6 +112,34 @@ describe("reduce, on recorded runs", () => {
     assert.deepEqual(last(all).usage, usageOf(events));
   });
 
+  test("output holds the answer object as it streams; a retry drops it; the final moves it into messages", () => {
+    const events = RUNS.output_retry;
+    const all = states(events);
+    assert.equal(all[0].output, null); // nothing streamed yet
+    const at = events.findIndex((e) => e.type === "retry");
+    events.forEach((ev, i) => {
+      if (ev.type === "output_delta") assert.deepEqual(all[i + 1].output, ev.output); // the latest object, whole
+      if (ev.type === "text") assert.equal(all[i + 1], all[i]);
+    });
+    assert.deepEqual(all[at].output, { city: "Porto", hours: [{ at: "9:00", mm: "lots" }] }); // the refused answer
+    assert.equal(all[at + 1].output, null); // gone with the retry
+    const again = events.findIndex((e, i) => i > at && e.type === "output_delta");
+    assert.deepEqual(all[again + 1].output, {}); // the next generation starts from nothing
+    const final = last(events);
+    const lastDelta = events.findLast((e) => e.type === "output_delta");
+    assert.deepEqual(lastDelta.output, final.output); // the last object is the answer
+    assert.equal(last(all).output, null);
+    assert.ok(all.every((s) => s.answer === ""));
+    assert.deepEqual(last(all).messages.at(-1), { role: "assistant", text: final.text, output: { city: "Porto", hours: [{ at: "9:00", mm: 2.5 }, { at: "10:00", mm: 0 }] } });
+  });
+
+  test("the object that streamed before an end stays, and a new send clears it", () => {
+    const partial = RUNS.output_retry.filter((e) => e.type === "output_delta").slice(0, 3);
+    const ended = last(states([...partial, { type: "end", reason: "abort", message: "stopped" }]));
+    assert.deepEqual(ended.output, partial.at(-1).output);
+    assert.equal(reduce(ended, { type: "chat.send", text: "again" }).output, null);
+  });
+
   test("a second prompt: the conversation and usage go on, the run's calls start again, the taint stays", () => {
     const first = last(states(RUNS.tools, initialState, "Umbrella for Lisbon and Porto?"));
     const second = last(states(RUNS.again, first, "Both?"));

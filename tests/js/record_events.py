@@ -118,10 +118,19 @@ async def record() -> dict[str, Any]:
     # The engine fails.
     runs["error"] = await views(Agent(model=ScriptedModel([RuntimeError("the engine went away")]), tools=[WEATHER]).run("Hello?"))
 
-    # Structured output: no final_delta; the answer comes with the final only.
+    # Structured output: no final_delta; the answer object streams as output_delta events.
     schema = {"type": "object", "properties": {"city": {"type": "string"}, "rain": {"type": "boolean"}}, "required": ["city", "rain"]}
     model = ScriptedModel([Reply(json.dumps({"thought": "known", "final": {"city": "Lisbon", "rain": True}}), chunk=4)])
     runs["output"] = await views(Agent(model=model, tools=[WEATHER], output=schema).run("Rain in Lisbon?"))
+
+    # Structured output, nested: an answer that fails the schema streams whole and is refused
+    # (retry), then the next one streams from nothing.
+    hours = {"type": "array", "items": {"type": "object", "properties": {"at": {"type": "string"}, "mm": {"type": "number"}}, "required": ["at", "mm"]}}
+    schema = {"type": "object", "properties": {"city": {"type": "string"}, "hours": hours}, "required": ["city", "hours"]}
+    bad = {"city": "Porto", "hours": [{"at": "9:00", "mm": "lots"}]}
+    good = {"city": "Porto", "hours": [{"at": "9:00", "mm": 2.5}, {"at": "10:00", "mm": 0}]}
+    model = ScriptedModel([Reply(json.dumps({"thought": "by the hour", "final": answer}), chunk=6) for answer in (bad, good)])
+    runs["output_retry"] = await views(Agent(model=model, output=schema, constrain=False).run("Rain by the hour in Porto?"))
 
     # A chat that outgrows its context (Limits.context_tokens): before a generation the model
     # summarises the oldest turns, its summary's usage first, then `compact`.

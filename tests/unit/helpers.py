@@ -23,8 +23,8 @@ async def collect(stream) -> list:
 
 
 def kinds(events) -> list[str]:
-    """Event types, with the streaming deltas (text, final_delta) and usage dropped: the shape of a run."""
-    return [e.type for e in events if e.type not in ("text", "final_delta", "usage")]
+    """Event types, with the streaming deltas (text, final_delta, output_delta) and usage dropped: the shape of a run."""
+    return [e.type for e in events if e.type not in ("text", "final_delta", "output_delta", "usage")]
 
 
 def endings(events) -> list:

@@ -25,8 +25,8 @@ A case passes when each of its checks does:
 An expected call is ``call(tool, input)``, ``(tool, input)`` or just the tool's name (any
 input); ``input`` is a matcher (:mod:`aerix.eval_matchers`) or a plain dict, matched exactly.
 
-``agent``: a function that makes a **fresh** Agent for each case (of the case, or of nothing;
-it may be async): nothing of one case's conversation, state or artifacts reaches the next. An
+``agent``: a function that makes a **fresh** Agent for each case (of the case when it takes a
+positional argument without a default, else of nothing; it may be async): nothing of one case's conversation, state or artifacts reaches the next. An
 Agent itself is not taken (copying one is not well defined: its store, its state, its tools'
 context), and a factory that hands out the same Agent twice is refused.
 """
@@ -227,8 +227,8 @@ def _check_cases(cases: Any) -> list[Case]:
 
 
 async def _make(factory: Callable[..., Any], case: Case, made: list[Agent]) -> Agent:
-    try:
-        takes_case = bool(inspect.signature(factory).parameters)
+    try:  # the case goes to a factory with a positional parameter that has no default
+        takes_case = any(_positional(p) for p in inspect.signature(factory).parameters.values())
     except (TypeError, ValueError):  # a builtin without a signature: give it the case
         takes_case = True
     fresh = factory(case) if takes_case else factory()
@@ -240,6 +240,12 @@ async def _make(factory: Callable[..., Any], case: Case, made: list[Agent]) -> A
         raise AerixError("options", f"case {case.name!r}: the agent factory returned an Agent it made before; each case needs a fresh one")
     made.append(fresh)
     return fresh
+
+
+def _positional(p: inspect.Parameter) -> bool:
+    if p.kind is p.VAR_POSITIONAL:
+        return True
+    return p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and p.default is p.empty
 
 
 # -- scoring ----------------------------------------------------------------------------------

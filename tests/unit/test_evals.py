@@ -195,6 +195,16 @@ async def test_an_agent_is_not_a_factory_and_an_async_factory_is_one():
     assert (await evals.run([evals.Case("a", answer="a")], make)).passed == 1
 
 
+async def test_a_factory_gets_the_case_when_it_takes_a_positional_argument_without_a_default():
+    import functools
+
+    made = functools.partial(Agent, model=ScriptedModel([final("x")]))  # Agent's other parameters have defaults
+    assert (await evals.run([evals.Case("a", answer="x")], made)).passed == 1
+    got = []
+    assert (await evals.run([evals.Case("b", answer="b")], lambda *args: got.append(args) or Agent(model=ScriptedModel([final("b")])))).passed == 1
+    assert [a[0].name for a in got] == ["b"]
+
+
 async def test_concurrency_runs_cases_together_and_keeps_their_order():
     cases = [evals.Case(f"q{i}", answer=f"q{i}") for i in range(4)]
     report = await evals.run(cases, lambda case: Agent(model=ScriptedModel([final(case.name)])), concurrency=4)

@@ -200,7 +200,13 @@ async def run(cases: Sequence[Case], agent: AgentFactory, *, concurrency: int = 
                     events.append(ev)
             return score(case, events, time.perf_counter() - started)
 
-    return Report(tuple(await asyncio.gather(*(one(c) for c in cases))))
+    tasks = [asyncio.ensure_future(one(c)) for c in cases]
+    try:
+        return Report(tuple(await asyncio.gather(*tasks)))
+    finally:  # a factory that raised: stop the other cases' runs, and let none outlive this call
+        for t in tasks:
+            t.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
 
 
 def run_sync(cases: Sequence[Case], agent: AgentFactory, *, concurrency: int = 1) -> Report:

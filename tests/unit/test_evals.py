@@ -3,6 +3,7 @@ reported as a table and as JSON, usable from pytest."""
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import json
 
@@ -203,6 +204,31 @@ async def test_a_factory_gets_the_case_when_it_takes_a_positional_argument_witho
     got = []
     assert (await evals.run([evals.Case("b", answer="b")], lambda *args: got.append(args) or Agent(model=ScriptedModel([final("b")])))).passed == 1
     assert [a[0].name for a in got] == ["b"]
+
+
+async def test_a_factory_that_raises_is_raised_and_stops_the_other_cases():
+    stopped, sleeping = [], []
+
+    async def slow(case):
+        sleeping.append(case.name)
+        try:
+            await asyncio.sleep(10)
+        except asyncio.CancelledError:
+            stopped.append(case.name)
+            raise
+        return final("late")
+
+    async def agent(case):
+        if case.name == "b":
+            while len(sleeping) < 2:  # the other two are generating
+                await asyncio.sleep(0.001)
+            raise RuntimeError("no model for b")
+        return Agent(model=ScriptedModel(lambda messages, options: slow(case)))
+
+    cases = [evals.Case(n, answer="x") for n in "abc"]
+    with pytest.raises(RuntimeError, match="no model for b"):
+        await asyncio.wait_for(evals.run(cases, agent, concurrency=3), 5)
+    assert sorted(stopped) == ["a", "c"]  # their runs were stopped before run() raised
 
 
 async def test_concurrency_runs_cases_together_and_keeps_their_order():

@@ -10,15 +10,21 @@
   leave it). Only tasks that need tools.
 - ``final``: the run ended with ``final``, not ``end``.
 A failure gets one category, the first that applies.
+
+``eval_case(task)`` is the same scoring as an ``aerix.evals`` case (its ``calls`` check is
+``first_turn``, its ``quoted`` check ``quoted``, its ``ending`` check ``final``), for a user's
+own run of the demo's tasks; tests/unit/test_demo_eval_case.py shows the two agree.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from aerix import evals
+
 from . import demo_tools as demo
 
-__all__ = ["score", "summarize", "result_message"]
+__all__ = ["eval_case", "score", "summarize", "result_message"]
 
 
 def result_message(text: str) -> str:
@@ -62,13 +68,21 @@ def first_turn_failure(task: dict[str, Any], events: list[dict[str, Any]]) -> st
                     return f"made {len(got)} calls instead of {len(want)}"
                 return "wrong tool"
             for (tool, gi), (_, wi) in zip(got, want):
-                if not isinstance(gi, dict) or set(gi) != set(wi):
-                    return f"wrong argument names for {tool}"
-                for key in wi:
-                    if not _same_arg(tool, key, gi[key], wi[key]):
-                        return f"wrong {tool}.{key}"
+                wrong = args_failure(tool, gi, wi)
+                if wrong:
+                    return wrong
             return None
     return "no first turn"
+
+
+def args_failure(tool: str, got: Any, want: dict[str, Any]) -> str | None:
+    """None when a call's input is the task's (see _same_arg), else the failure's category."""
+    if not isinstance(got, dict) or set(got) != set(want):
+        return f"wrong argument names for {tool}"
+    for key in want:
+        if not _same_arg(tool, key, got[key], want[key]):
+            return f"wrong {tool}.{key}"
+    return None
 
 
 RAINY = ("light rain", "showers", "rain")  # the skies of demo.weather that call for an umbrella
@@ -85,6 +99,21 @@ def right_advice(results: list[dict[str, Any]], final: str) -> bool:
     return ADVICE[wet] in final and ADVICE[not wet] not in final
 
 
+def quoting_failure(task: dict[str, Any], ending: dict[str, Any], results: list[dict[str, Any]]) -> str | None:
+    """None when the run's final quotes every result (and gives the right umbrella advice),
+    else the failure's category. Only for tasks that need tools."""
+    if ending["type"] != "final":
+        return f"ended {ending.get('reason')} before a final"
+    if not results:
+        return "final without any tool result"
+    missing = [r for r in results if result_message(r["text"]) not in ending["text"]]
+    if missing:
+        return "final does not quote the result" if len(results) == 1 else "final misses a result"
+    if task.get("umbrella") and not right_advice(results, ending["text"]):
+        return "wrong umbrella advice"
+    return None
+
+
 def score(task: dict[str, Any], events: list[dict[str, Any]]) -> dict[str, Any]:
     ending = events[-1] if events else {"type": "end", "reason": "none"}
     results = [e for e in events if e["type"] == "result"]
@@ -93,17 +122,8 @@ def score(task: dict[str, Any], events: list[dict[str, Any]]) -> dict[str, Any]:
     quoted: bool | None = None
     quote_failure = None
     if needs_tools:
-        if ending["type"] != "final":
-            quoted, quote_failure = False, f"ended {ending.get('reason')} before a final"
-        elif not results:
-            quoted, quote_failure = False, "final without any tool result"
-        else:
-            missing = [r for r in results if result_message(r["text"]) not in ending["text"]]
-            quoted = not missing
-            if missing:
-                quote_failure = "final does not quote the result" if len(results) == 1 else "final misses a result"
-            elif task.get("umbrella") and not right_advice(results, ending["text"]):
-                quoted, quote_failure = False, "wrong umbrella advice"
+        quote_failure = quoting_failure(task, ending, results)
+        quoted = quote_failure is None
     usage = [e for e in events if e["type"] == "usage"]
     return {
         "kind": task["kind"],
@@ -118,6 +138,25 @@ def score(task: dict[str, Any], events: list[dict[str, Any]]) -> dict[str, Any]:
         "retries": sum(1 for e in events if e["type"] == "retry"),
         "completion_tokens": sum(e.get("completion_tokens", e.get("completionTokens", 0)) for e in usage),
     }
+
+
+def eval_case(task: dict[str, Any]) -> evals.Case:
+    """The task as an aerix.evals case that scores a run as :func:`score` does."""
+
+    def same_args(tool: str, want: dict[str, Any]) -> evals.Matcher:
+        def args(got: Any) -> None:
+            wrong = args_failure(tool, got, want)
+            assert wrong is None, wrong
+
+        return evals.satisfies(args, name=f"same args as {want}")
+
+    def quoted(run: evals.Outcome) -> None:
+        ending = run.events[-1].to_dict() if run.events else {"type": "end", "reason": "none"}
+        wrong = quoting_failure(task, ending, [r.to_dict() for r in run.results])
+        assert wrong is None, wrong
+
+    calls = [evals.call(c["tool"], same_args(c["tool"], c["input"])) for c in task["calls"]]
+    return evals.Case(task["prompt"], calls=calls, calls_match="first_turn", checks=[quoted] if task["calls"] else [])
 
 
 def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:

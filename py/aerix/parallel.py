@@ -124,6 +124,8 @@ class LiveCalls:
                 item = await self._queue.get()
                 if item is not None:
                     call, event, taken = item
+                    if taken.cancelled():  # from a call stopped meanwhile (after one that waits): it runs again
+                        continue
                     if call.id not in self.shown:
                         self.shown.add(call.id)
                         yield call

@@ -180,7 +180,7 @@ const STEPS = {
   call: (s, ev) => next(s, { calls: upsertCall(s.calls, ev, {}) }),
   result: (s, ev) => next(s, { calls: upsertCall(s.calls, { id: ev.id, tool: ev.tool }, { result: ev.text, error: !!ev.error }) }),
   artifact: (s, ev) => {
-    const running = s.calls.find((c) => !("result" in c)); // calls run one at a time, in order
+    const running = s.calls.find((c) => !("result" in c)); // results come in call order (parallel calls too), each after its artifacts
     const { id, mediaType, filename = null, size } = ev;
     return next(s, { artifacts: append(s.artifacts, { id, mediaType, filename, size, callId: running?.id ?? null }) });
   },

@@ -16,7 +16,7 @@ export const RUN_OPTIONS = Object.freeze(["signal", "runId", "idempotencyKey", "
 /** `agent.start(prompt, options)`'s options (Python's `Agent.start`). */
 export const START_OPTIONS = Object.freeze(["runId", "idempotencyKey", "invoker", "concurrencyKey"]);
 /** `agent.asTool(name, description, options)`'s options (Python's `Agent.as_tool`). */
-export const AS_TOOL_OPTIONS = Object.freeze(["trust"]);
+export const AS_TOOL_OPTIONS = Object.freeze(["trust", "parallel"]);
 
 /** An Error as an aerix error from Python reads in JavaScript (runtime.mjs's `aerixError`). */
 export function aerixError(kind, message, reason = null) {
@@ -60,13 +60,14 @@ export function refOf(handle) {
 }
 
 /**
- * `agent.asTool(name, description, { trust })`: a tool for another agent's `tools` (of the same
- * `ai`) that runs this agent on the task it is given, as Python's `as_tool` (aerix.subagents):
- * input `{task}`, result its final answer; `trust: { taint, guardWhenTainted }` as a JS tool's.
+ * `agent.asTool(name, description, { trust, parallel })`: a tool for another agent's `tools` (of
+ * the same `ai`) that runs this agent on the task it is given, as Python's `as_tool`
+ * (aerix.subagents): input `{task}`, result its final answer; `trust: { taint, guardWhenTainted }`
+ * and `parallel: true` (its calls may run together with other parallel calls) as a JS tool's.
  */
 export function agentTool(handle, name, description, options) {
-  const { trust } = checked(`asTool(${JSON.stringify(name)}) option(s)`, options, AS_TOOL_OPTIONS);
-  return { name, description, agent: refOf(handle), ...(trust === undefined ? {} : { trust }) };
+  const { trust, parallel } = checked(`asTool(${JSON.stringify(name)}) option(s)`, options, AS_TOOL_OPTIONS);
+  return { name, description, agent: refOf(handle), ...(trust === undefined ? {} : { trust }), ...(parallel === undefined ? {} : { parallel }) };
 }
 
 /**

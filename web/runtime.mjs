@@ -339,7 +339,7 @@ export function wrapAgent(agent, durable, ref) {
      * `upsert`, `remove`, `tainted`; each returns a promise (handle.mjs).
      */
     state: agentState((method, collection, args) => py.state(method, collection, args)),
-    /** This agent as a tool for another agent of the same `ai` (Python's `as_tool`): `{ trust }`. */
+    /** This agent as a tool for another agent of the same `ai` (Python's `as_tool`): `{ trust, parallel }`. */
     asTool: (name, description, options) => agentTool(handle, name, description, options),
     /** The Python agent (a PyProxy), for code that wants to reach into Python. */
     python: agent,

@@ -177,13 +177,13 @@ class Agent:
         """The agent the conversation is with: this one, or the handoff target it was handed to."""
         return active_agent(self, self._conversation) or self
 
-    def as_tool(self, name: str, description: str, trust: dict[str, TrustFlag] | None = None) -> Tool:
+    def as_tool(self, name: str, description: str, trust: dict[str, TrustFlag] | None = None, parallel: bool = False) -> Tool:
         """This agent as a tool for another: input ``{"task": str}``, result its final answer;
-        ``trust`` as ``tool(...)`` takes it. Taint, durability and approvals cross between the
-        two runs (see :mod:`aerix.subagents`)."""
+        ``trust`` and ``parallel`` as ``tool(...)`` takes them. Taint, durability and approvals
+        cross between the two runs (see :mod:`aerix.subagents`)."""
         from .subagents import agent_tool
 
-        return agent_tool(self, name, description, trust)
+        return agent_tool(self, name, description, trust, parallel)
 
     def provide(self, key: ContextKey, value: Any) -> None:
         """Give tools and hooks ``value`` under ``key`` (``ctx.get(key)``), by reference: it is

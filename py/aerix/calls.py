@@ -10,11 +10,14 @@ run (same tool, equal input as canonical JSON) that succeeded with that call's r
 rest of the way is not taken: nothing runs, so nothing is repeated (an effect, a question to a
 person, a hook's work). A repeat of a call that failed takes the whole way again, since a
 failure may pass (a timeout, a refusal the model can now avoid). One repeat too many in a row
-ends the run ``loop``. The guard remembers a call only once it has its result, in the loop's
-state, so a call that stops midway (an approval, an abort) and runs again on resume is counted
-once, and a resumed run knows the calls before its checkpoint.
+ends the run ``loop``. The guard remembers a call only once its result is handed on
+(:func:`remember`, in turn order), in the loop's state, so a call that stops midway (an
+approval, an abort) and runs again on resume is counted once, and a resumed run knows the calls
+before its checkpoint. Taint likewise: a call's result that came from outside carries a
+``taint`` event, and the conversation is tainted when the result is handed on
+(:func:`hand_on_taint`), before the model sees it; the first result handed on names the source.
 
-A call runs in a task of its own (:class:`LiveCall`), so that what its tool surfaces while it
+A call runs in a task of its own (``parallel.LiveCalls``), so that what its tool surfaces while it
 runs (``Caller.surface``: an ``as_tool`` sub-run's events, each wrapped in a ``subagent`` event)
 reaches the run's caller as it comes, after the call's ``call`` event (yielded early, with the
 first of them) and before its result. The tool waits at each surfaced event until the caller
@@ -37,7 +40,7 @@ import asyncio
 import hashlib
 import json
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, AsyncGenerator
+from typing import TYPE_CHECKING, Any, Protocol
 
 from .abort import Abort
 from .errors import AerixError
@@ -50,7 +53,7 @@ from .turn import repeated_note
 if TYPE_CHECKING:
     from .loop import Loop
 
-__all__ = ["Caller", "LiveCall", "RepeatedCall", "StepInterrupted", "call_tool", "until_aborted"]
+__all__ = ["Caller", "Live", "RepeatedCall", "StepInterrupted", "call_key", "call_tool", "hand_on_taint", "remember", "stop_task", "until_aborted"]
 
 Outcome = tuple[Call, list[NewArtifact | Taint | Result]]
 
@@ -73,7 +76,7 @@ class Caller:
 
     loop: Loop
     call: Call
-    live: LiveCall | None = None
+    live: Live | None = None
     tainted: bool = False
     failed: AerixError | None = None
 
@@ -88,38 +91,10 @@ class Caller:
             await self.live.surface(self.call, event)
 
 
-class LiveCall:
-    """One call, run in a task of its own by :meth:`events`, which yields what its tool surfaces
-    as it comes (the call's ``call`` event first); :attr:`outcome` then holds what
-    :func:`call_tool` returned. ``shown``: the ``call`` event was yielded here."""
+class Live(Protocol):
+    """Where a running call's surfaced events go (``parallel.LiveCalls``)."""
 
-    def __init__(self, loop: Loop, call: Call) -> None:
-        self.loop, self.call = loop, call
-        self.shown = False
-        self.outcome: Outcome | None = None
-        self._queue: asyncio.Queue[tuple[Call, Event, asyncio.Future[None]] | None] = asyncio.Queue()
-
-    async def surface(self, call: Call, event: Event) -> None:
-        taken: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self._queue.put_nowait((call, event, taken))
-        await taken  # the tool goes on once the caller took the event
-
-    async def events(self) -> AsyncGenerator[Event, None]:
-        task = asyncio.ensure_future(call_tool(self.loop, self.call, self))
-        task.add_done_callback(lambda _: self._queue.put_nowait(None))
-        try:
-            while (item := await self._queue.get()) is not None:
-                call, event, taken = item
-                if not self.shown:
-                    self.shown = True
-                    yield call
-                yield event
-                if not taken.done():
-                    taken.set_result(None)
-            self.outcome = task.result()  # what the call raised is raised here
-        finally:
-            if not task.done():  # the caller stopped reading, or was cancelled: stop the call
-                await _stop(task)
+    async def surface(self, call: Call, event: Event) -> None: ...
 
 
 async def until_aborted(awaitable: Any, signal: Abort) -> Any:
@@ -141,7 +116,7 @@ async def until_aborted(awaitable: Any, signal: Abort) -> Any:
     try:
         await asyncio.wait((inner, stopped), return_when=asyncio.FIRST_COMPLETED)
     except BaseException:  # the caller was cancelled: stop the step first, then go on cancelling
-        await _stop(inner)
+        await stop_task(inner)
         raise
     finally:
         unsubscribe()
@@ -149,52 +124,71 @@ async def until_aborted(awaitable: Any, signal: Abort) -> Any:
             stopped.cancel()
     if inner.done():
         return inner.result()
-    await _stop(inner)
+    await stop_task(inner)
     raise StepInterrupted
 
 
-async def _stop(task: asyncio.Future[Any]) -> None:
+async def stop_task(task: asyncio.Future[Any]) -> None:
+    """Cancel ``task`` and wait until it stopped, its exception retrieved."""
     task.cancel()
     await asyncio.wait((task,))
     if not task.cancelled():
         task.exception()  # retrieved, so asyncio does not report it as never retrieved
 
 
-async def call_tool(loop: Loop, call: Call, live: LiveCall | None = None) -> Outcome:
+async def call_tool(loop: Loop, call: Call, live: Live | None = None) -> Outcome:
     """One call, as the loop runs it: the call as it ran (a hook may change its input), and the
-    events that follow it (an ``artifact`` per file it kept, a ``taint`` if this result is the
-    first from outside, the result); what its tool surfaces goes to ``live``. Raises
-    :class:`RepeatedCall` when the repeat guard ends the run."""
+    events that follow it (an ``artifact`` per file it kept, a ``taint`` if this result came
+    from outside, the result); what its tool surfaces goes to ``live``. Raises
+    :class:`RepeatedCall` when the repeat guard ends the run. Once the loop hands the result
+    on, :func:`hand_on_taint` and :func:`remember` record it."""
     cap = loop.limits.repeat_calls
     if cap is None:
         return await _call(loop, call, live)
     seen = loop.state.seen
-    key = _key(call)
+    key = call_key(call)
     in_row = seen.in_row + 1 if key == seen.last else 1
     if in_row > cap + 1:
         raise RepeatedCall(f"the model called {call.tool} with the same input {in_row} times in a row (Limits.repeat_calls is {cap})")
     handoff = call.tool in loop.agent.handoff_tools  # each handoff switches: never answered from an earlier one
     earlier = None if handoff else seen.answered.get(key)
     if earlier is None:
-        ran, events = await _call(loop, call, live)
-    else:
-        earlier_id, text = earlier
-        ran, events = call, [loop.fit(Result(call.id, call.tool, repeated_note(call.tool, earlier_id, text), False, earlier_id), None)]
-    result = events[-1]
-    assert isinstance(result, Result)
-    seen.last, seen.in_row = key, in_row  # only now: a call that stopped midway is not counted
-    if earlier is None and not result.error and not handoff:
+        return await _call(loop, call, live)
+    earlier_id, text = earlier
+    return call, [loop.fit(Result(call.id, call.tool, repeated_note(call.tool, earlier_id, text), False, earlier_id), None)]
+
+
+def remember(loop: Loop, call: Call, result: Result) -> None:
+    """The repeat guard's record of ``call`` (as the model asked it), once its result is handed
+    on: the call in a row, and a success to answer a later repeat with."""
+    if loop.limits.repeat_calls is None:
+        return
+    seen, key = loop.state.seen, call_key(call)
+    seen.last, seen.in_row = key, seen.in_row + 1 if key == seen.last else 1
+    if result.repeat_of is None and not result.error and call.tool not in loop.agent.handoff_tools:
         seen.answered[key] = (call.id, result.text)
-    return ran, events
 
 
-def _key(call: Call) -> str:
+def hand_on_taint(loop: Loop, events: list[NewArtifact | Taint | Result]) -> list[NewArtifact | Taint | Result]:
+    """A call's events as they are handed on: its ``taint`` taints the conversation, if nothing
+    did before (else it is left out: once per conversation)."""
+    kept: list[NewArtifact | Taint | Result] = []
+    for ev in events:
+        if isinstance(ev, Taint):
+            if loop.conversation.taint is not None:
+                continue
+            loop.conversation.taint = {"source": ev.source, "at": ev.at}
+        kept.append(ev)
+    return kept
+
+
+def call_key(call: Call) -> str:
     """The repeat guard's name for a call: its tool and input as canonical JSON, hashed."""
     canonical = json.dumps([call.tool, call.input], sort_keys=True, ensure_ascii=True, separators=(",", ":"))
     return hashlib.sha256(canonical.encode("ascii")).hexdigest()
 
 
-async def _call(loop: Loop, call: Call, live: LiveCall | None) -> Outcome:
+async def _call(loop: Loop, call: Call, live: Live | None) -> Outcome:
     """The call's way after the repeat guard: permission, hooks, taint, the run, the cut."""
     agent = loop.agent
     tool = agent.tool_named(call.tool)
@@ -239,8 +233,7 @@ async def _call(loop: Loop, call: Call, live: LiveCall | None) -> Outcome:
         if replaced is not None:
             result = Result(call.id, call.tool, replaced, error)
         events: list[NewArtifact | Taint | Result] = list(artifacts.made)
-        if (taints or caller.tainted or reads.found is not None) and loop.conversation.taint is None:  # from outside: tainted before the model sees it
-            loop.conversation.taint = {"source": tool.name, "at": call.id}
+        if taints or caller.tainted or reads.found is not None:  # from outside: tainted before the model sees it (hand_on_taint)
             events.append(Taint(tool.name, call.id))
         return call, events + [loop.fit(result, loop.limits.result_chars)]
     finally:

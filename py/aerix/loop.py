@@ -28,15 +28,16 @@ from typing import TYPE_CHECKING, Any, AsyncGenerator, Callable, Protocol, Union
 
 from .abort import Abort
 from .artifacts import RunArtifacts
-from .calls import LiveCall, RepeatedCall, StepInterrupted, until_aborted
+from .calls import StepInterrupted, until_aborted
 from .channels import Channels
 from .compaction import compact, fit_result
 from .errors import AerixError, describe
 from .events import Call, End, Event, Final, Interrupted, Result, Retry, Text, Turn, Usage, Waiting
 from .final_text import answer_reader
-from .handoffs import active_agent, hand_off, handed_to
+from .handoffs import active_agent
 from .limits import HookFailed
-from .tools import Tool, ToolContext, WaitingForApproval, run_tool
+from .parallel import run_calls
+from .tools import Tool, ToolContext, run_tool
 from .trust import Invoker
 from .state import Conversation, LoopState, Pending
 from .streams import Stream, usage_of
@@ -360,59 +361,24 @@ class Loop:
     # -- phase: calls ---------------------------------------------------------------------
 
     async def call_tools(self, pending: Pending) -> AsyncGenerator[Event, None]:
-        """Run the calls not yet run, one at a time, in order (each as ``calls.call_tool`` says),
-        what a tool surfaces as it runs passed on live (``calls.LiveCall``); feed their results
-        back. A handoff call's result hands the conversation over (``handoffs.hand_off``): the
-        turn ends there."""
-        for call in pending.calls_left:
-            live = LiveCall(self, call)
-            try:
-                halted = self.halted()
-                if halted is not None:
-                    raise StepInterrupted
-                async with aclosing(live.events()) as surfaced:
-                    async for ev in surfaced:
-                        yield ev
-                assert live.outcome is not None
-                ran, events = live.outcome
-            except (StepInterrupted, HookFailed, RepeatedCall) as e:
-                self.stop = self.halted() or End("loop" if isinstance(e, RepeatedCall) else "error", str(e))
-                for cancelled in self.close_turn(self.stop.message):
-                    yield cancelled
-                await self.checkpoint()
-                return
-            except WaitingForApproval as w:
-                a = w.approval
-                self.stop = Waiting(self.book.run_id or "", a["id"], a["title"], a["body"])
-                return
-            last = events[-1]
-            assert isinstance(last, Result)
-            pending.results.append(last)
-            target = handed_to(self.agent, last)
-            switched = [] if target is None else await hand_off(self, target)  # it checkpoints
-            if target is None:
-                await self.checkpoint()
-            if not live.shown:
-                yield ran
-            for ev in [*events, *switched]:
+        """Run the calls not yet run, alone in order or, where their tools are ``parallel=True``,
+        together (``parallel.run_calls``); hand each result on in turn order and feed them back."""
+        async with aclosing(run_calls(self, pending)) as events:
+            async for ev in events:
                 yield ev
-            if target is not None:
-                return
-        self.conversation.add("user", pending.results_message())
-        self.state.pending = None
-        await self.checkpoint()
 
     def fit(self, result: Result, chars: int | None) -> Result:
         """A call's result as the model will see it: cut to ``chars`` (``result_chars``) and to
         the room the context has (``compaction.fit_result``)."""
         return fit_result(self, result, chars)
 
-    def close_turn(self, why: str) -> list[Result]:
-        """Give every call of the pending turn not yet run a ``cancelled`` result and feed the
-        turn's results back, so the conversation stays whole for the next run."""
+    def close_turn(self, why: str, done: dict[str, Result] | None = None) -> list[Result]:
+        """Give every call of the pending turn not yet run a ``cancelled`` result (or its result
+        in ``done``, by call id: it finished) and feed the turn's results back, so the
+        conversation stays whole for the next run."""
         pending = self.state.pending
         assert pending is not None
-        closed = [Result(c.id, c.tool, f"cancelled: {why}", True) for c in pending.calls_left]
+        closed = [(done or {}).get(c.id) or Result(c.id, c.tool, f"cancelled: {why}", True) for c in pending.calls_left]
         pending.results.extend(closed)
         self.conversation.add("user", pending.results_message())
         self.state.pending = None

@@ -197,8 +197,8 @@ def as_dict(value: Any, what: str) -> dict[str, Any]:
 
 def _js_tool(spec: Any) -> Tool:
     """A tool of the JS options: ``{name, description, input, run, effect, alreadyApplied, trust,
-    timeoutS}`` with ``run(input, ctx)`` a JavaScript function, or ``{name, description, agent,
-    trust}`` (``agent.asTool(...)``): that agent's ``as_tool``."""
+    timeoutS, parallel}`` with ``run(input, ctx)`` a JavaScript function, or ``{name,
+    description, agent, trust, parallel}`` (``agent.asTool(...)``): that agent's ``as_tool``."""
     spec = as_dict(spec, "a tool")
     if spec.get("agent") is not None:
         return _agent_tool(spec)
@@ -223,6 +223,7 @@ def _js_tool(spec: Any) -> Tool:
         already_applied=already_applied if applied is not None else None,
         trust=_js_trust(spec),
         timeout_s=spec.get("timeoutS"),
+        parallel=spec.get("parallel", False),
     )
     return made
 
@@ -237,12 +238,13 @@ def _js_trust(spec: dict[str, Any]) -> dict[str, Any]:
 
 
 def _agent_tool(spec: dict[str, Any]) -> Tool:
-    """``agent.asTool(name, description, {trust})`` of JavaScript: ``Agent.as_tool`` of the agent
-    its reference names (aerix.subagents)."""
-    unknown = sorted(set(spec) - {"name", "description", "agent", "trust"})
+    """``agent.asTool(name, description, {trust, parallel})`` of JavaScript: ``Agent.as_tool`` of
+    the agent its reference names (aerix.subagents)."""
+    known = ["agent", "description", "name", "parallel", "trust"]
+    unknown = sorted(set(spec) - set(known))
     if unknown:
-        raise AerixError("options", f"tool {spec.get('name')!r} is an agent (asTool): unknown key(s) {unknown}; known: ['agent', 'description', 'name', 'trust']")
-    made: Tool = agent_of(spec["agent"]).as_tool(spec.get("name"), spec.get("description"), _js_trust(spec) or None)  # type: ignore[arg-type]
+        raise AerixError("options", f"tool {spec.get('name')!r} is an agent (asTool): unknown key(s) {unknown}; known: {known}")
+    made: Tool = agent_of(spec["agent"]).as_tool(spec.get("name"), spec.get("description"), _js_trust(spec) or None, spec.get("parallel", False))  # type: ignore[arg-type]
     return made
 
 

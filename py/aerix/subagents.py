@@ -1,4 +1,4 @@
-"""Agents as tools: ``agent.as_tool(name, description, trust=None)``.
+"""Agents as tools: ``agent.as_tool(name, description, trust=None, parallel=False)``.
 
 The tool's input is ``{"task": str}``; each call runs the agent on that task, a *sub-run*, in a
 conversation of its own (its system message, then the task). The result is the sub-agent's final
@@ -144,7 +144,7 @@ class SubRun:
         await self.parent.record_effect(key, result)
 
 
-def agent_tool(agent: Agent, name: str, description: str, trust: dict[str, TrustFlag] | None = None) -> Tool:
+def agent_tool(agent: Agent, name: str, description: str, trust: dict[str, TrustFlag] | None = None, parallel: bool = False) -> Tool:
     """A tool that runs ``agent`` on the task it is given."""
     if not isinstance(description, str) or not description.strip():
         raise AerixError("options", f"as_tool({name!r}) needs a description of what the agent does")
@@ -179,6 +179,7 @@ def agent_tool(agent: Agent, name: str, description: str, trust: dict[str, Trust
         input={"task": {"type": "string", "required": True, "description": "What to do, in full: the agent sees only this"}},
         run=run,
         trust=trust,
+        parallel=parallel,
     )
     return made
 

@@ -122,6 +122,7 @@ class Tool:
         trust: dict[str, TrustFlag] | None = None,
         timeout_s: float | None = None,
         rich: RichInput | None = None,
+        parallel: bool = False,
     ) -> None:
         self.name = name
         self.description = description
@@ -135,6 +136,7 @@ class Tool:
         self.trust = check_trust(name, trust)
         self.timeout_s = timeout_s
         self.rich = rich
+        self.parallel = parallel  # its calls may run together with other such calls (parallel.py)
 
     def __repr__(self) -> str:
         names = list(self.fields) if self.rich is None else list(self.rich.schema.get("properties", {}))
@@ -205,6 +207,7 @@ def tool(
     already_applied: Callable[[str, dict[str, Any]], Any] | None = None,
     trust: dict[str, TrustFlag] | None = None,
     timeout_s: float | None = None,
+    parallel: bool = False,
 ) -> Any:
     """Define a tool.
 
@@ -239,8 +242,11 @@ def tool(
     calls need a person once untrusted content is in the conversation (see :mod:`aerix.trust`).
     ``timeout_s``: a call still running after this many seconds is cancelled (its ``ctx.signal``
     aborted) and its result is ``error: timed out after N s``; the run goes on.
+    ``parallel=True``: consecutive calls of such tools in a turn run together, their results fed
+    back in the turn's order (:mod:`aerix.parallel`: which calls; events, approvals, checkpoints).
     """
     effects = _check_effect(name, effect, effect_key, already_applied)
+    effects["parallel"] = _check_parallel(name, parallel, effect)
     effects["trust"] = check_trust(str(name), trust)
     if timeout_s is not None and (isinstance(timeout_s, bool) or not isinstance(timeout_s, (int, float)) or not timeout_s > 0):
         raise AerixError("options", f"tool {name!r}: timeout_s must be a number of seconds > 0 or None, got {timeout_s!r}")
@@ -279,6 +285,14 @@ def _check_effect(name: Any, effect: Any, effect_key: Any, already_applied: Any)
         if fn is not None and not effect:
             raise AerixError("options", f"tool {name!r}: {what} only applies to effect=True tools")
     return {"effect": effect, "effect_key": effect_key, "already_applied": already_applied}
+
+
+def _check_parallel(name: Any, parallel: Any, effect: bool) -> bool:
+    if not isinstance(parallel, bool):
+        raise AerixError("options", f"tool {name!r}: parallel must be True or False, got {parallel!r}")
+    if parallel and effect:
+        raise AerixError("options", f"tool {name!r}: parallel=True does not apply to effect=True tools (an effect runs alone, in turn order, and is recorded once)")
+    return parallel
 
 
 # -- checks ------------------------------------------------------------------------------

@@ -11,7 +11,9 @@
     the first executes; `start(p, {concurrencyKey})` and `getRun` show the key; a misspelt option
     is refused;
 (4) `engine: {baseUrl, model, retries, backoffS, maxBackoffS}` boots; an unknown engine option
-    rejects `boot` with an `options` error naming it.
+    rejects `boot` with an `options` error naming it;
+(5) JS tools with `parallel: true` (issue 31, part 4): two that each wait for the other finish,
+    their results in the turn's order.
 
 The generations come from an OpenAI-compatible server of test_state_page.py's kind that answers
 from a script (the same calls at every run): the in-page engine's models answer at random or as
@@ -20,6 +22,7 @@ trained for the demo's tools only.
 
 from __future__ import annotations
 
+import json
 from urllib.parse import urlsplit
 
 import pytest
@@ -35,8 +38,9 @@ FIRST = {
     "Weather in Lisbon?": final("Lisbon is sunny"),
     "Keep a note": calls("state_notes_upsert", {"id": "n1", "text": "buy milk"}),
     "Do the work": calls("work", {}),
+    "Ping and pong": json.dumps({"thought": "both", "calls": [{"tool": "ping", "input": {}}, {"tool": "pong", "input": {}}]}),
 }
-AFTER = {"research": final("It is sunny."), "state_notes_upsert": final("Kept."), "work": final("Worked.")}
+AFTER = {"research": final("It is sunny."), "state_notes_upsert": final("Kept."), "work": final("Worked."), "pong": final("Both.")}
 
 
 def scripted_turn(body: dict) -> str:
@@ -97,7 +101,7 @@ def test_as_tool_runs_one_agent_as_another_agents_tool(page, scripted):
     assert helper_asked and helper_asked[-1]["messages"][0]["content"].startswith("You research."), "the helper answered under its own system message"
     assert out["helperMessages"] == 1, "the sub-run leaves the helper's own conversation as it was"
     assert out["foreign"]["name"] == "AerixError" and out["foreign"]["kind"] == "options" and "no agent 'never-made' here" in out["foreign"]["message"], out
-    assert out["badOption"] == {"name": "AerixError", "kind": "options", "message": 'unknown asTool("research") option(s) ["effect"]; known: ["trust"]'}
+    assert out["badOption"] == {"name": "AerixError", "kind": "options", "message": 'unknown asTool("research") option(s) ["effect"]; known: ["parallel","trust"]'}
 
 
 STATE = f"""async () => {{
@@ -181,6 +185,37 @@ def test_runs_that_share_a_concurrency_key_execute_one_at_a_time(page):
     assert out["done"][-1] == "final"
     assert out["started"] == ["r3", "queued", "inbox"] and out["got"] == "inbox" and out["none"] is None
     assert out["typo"]["kind"] == "options" and 'unknown run option(s) ["concurrency_key"]' in out["typo"]["message"]
+
+
+PARALLEL = """async () => {
+  // ping waits for pong and pong for ping: they finish only if they run together
+  let pinged, ponged;
+  const a = new Promise((resolve) => (pinged = resolve));
+  const b = new Promise((resolve) => (ponged = resolve));
+  const tools = [
+    { name: "ping", description: "Ping.", input: {}, parallel: true, run: async () => (pinged(), await b, "ping done") },
+    { name: "pong", description: "Pong.", input: {}, parallel: true, run: async () => (ponged(), await a, "pong done") },
+  ];
+  const agent = window.ai.agent({ name: "pair", tools });
+  const events = [];
+  const run = (async () => { for await (const ev of agent.run("Ping and pong")) events.push(ev); })();
+  const stuck = new Promise((resolve) => setTimeout(() => resolve("stuck"), 20000));
+  const how = await Promise.race([run.then(() => "done"), stuck]);
+  return { how, events: events.filter((e) => ["call", "result", "final", "end"].includes(e.type)).map((e) => [e.type, e.tool ?? null, e.text ?? null]) };
+}"""
+
+
+def test_parallel_js_tools_of_one_turn_run_together(page):
+    """docs/python.md#parallel-calls: JS tools with `parallel: true` run together, results in the turn's order."""
+    out = page.evaluate(PARALLEL)
+    assert out["how"] == "done", out
+    assert out["events"] == [
+        ["call", "ping", None],
+        ["result", "ping", "ping done"],
+        ["call", "pong", None],
+        ["result", "pong", "pong done"],
+        ["final", None, "Both."],
+    ], out
 
 
 def test_an_unknown_engine_option_rejects_boot_naming_it(page, scripted, mode):

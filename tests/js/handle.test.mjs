@@ -122,6 +122,7 @@ describe("the agent handle of both modes", () => {
         assert.deepEqual(made, { name: "research", description: "Look things up.", agent: refOf(agent), trust: { taint } });
         assert.equal(typeof made.agent.aerixAgent, "string");
         assert.deepEqual(agent.asTool("research", "Look things up."), { name: "research", description: "Look things up.", agent: refOf(agent) });
+        assert.deepEqual(agent.asTool("research", "Look things up.", { parallel: true }), { name: "research", description: "Look things up.", agent: refOf(agent), parallel: true });
         assert.throws(() => agent.asTool("research", "Look things up.", { effect: true }), isOptionsError('unknown asTool("research") option(s) ["effect"]'));
       } finally {
         close?.();

@@ -305,3 +305,30 @@ async def test_js_tool_takes_a_json_schema_and_a_sync_function(fake_js_edge):
     with pytest.raises(AerixError) as e:
         aerix.js_tool("sum", "Add numbers.", schema, "not a function")
     assert e.value.kind == "options" and "needs a JavaScript function" in e.value.message
+
+
+async def test_js_tools_and_as_tool_values_with_parallel_run_together(fake_js_edge):
+    """JS `{name, description, input, run, parallel: true}` and `agent.asTool(..., {parallel: true})`
+    are Python's `tool(parallel=True)` and `as_tool(parallel=True)` (aerix.parallel): a tool that
+    waits for the sub-agent's tool, which waits for it, finishes only when they run together."""
+    a, b = asyncio.Event(), asyncio.Event()
+
+    async def ping(input, ctx):  # a JS async function
+        a.set()
+        await b.wait()
+        return "ping done"
+
+    async def pong(input, ctx):
+        b.set()
+        await a.wait()
+        return "pong done"
+
+    create_agent(ScriptedModel([calls(("pong", {})), final("helper done")]), {"name": "helper", "tools": [{"name": "pong", "description": "Pong.", "run": pong}]}, "ref-parallel")
+    tools = [
+        {"name": "ping", "description": "Ping.", "input": {}, "run": ping, "parallel": True},
+        {"name": "help", "description": "Helps.", "agent": {"aerixAgent": "ref-parallel"}, "parallel": True},
+    ]
+    boss = create_agent(ScriptedModel([calls(("ping", {}), ("help", {"task": "pong"})), final("both")]), {"tools": tools})
+    assert boss.agent.tool_named("ping").parallel and boss.agent.tool_named("help").parallel
+    events = await asyncio.wait_for(views(raw("run")(boss, "go")), 10)
+    assert [(e["tool"], e["text"]) for e in events if e["type"] == "result"] == [("ping", "ping done"), ("help", "helper done")]

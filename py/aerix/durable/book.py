@@ -6,11 +6,14 @@ revision (:func:`save_record`): a write the store refuses means another executor
 so this one stops (``end error``, "the lease of run ... was lost") and writes nothing more of it.
 Before an effect tool runs, the lease is renewed and the record's revision read again
 (:meth:`Durable._still_ours`), so an executor whose lease lapsed while its event loop was blocked
-does not apply an effect that the executor which took the run over applies too.
+does not apply an effect that the executor which took the run over applies too. Saves go one at
+a time (``_saving``): parallel calls' sub-runs checkpoint into the same record, and two saves in
+flight would each compare-and-set from the same revision.
 """
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import inspect
 import itertools
@@ -39,6 +42,7 @@ class Durable:
         self.clock = clock
         self.run_id: str | None = record.id
         self.lease = lease  # lifecycle.Lease: while it is ours, this executor may write the run
+        self._saving = asyncio.Lock()
 
     @property
     def lease_lost(self) -> bool:
@@ -54,11 +58,12 @@ class Durable:
         return AerixError("store", f"store failed: the lease of run {self.run_id} was lost to another executor; this one stops")
 
     async def _save(self) -> None:
-        if self.lease_lost:  # another executor took the run over: write nothing more of it
-            raise self._lost()
-        self.record.updated_at = self.clock()
-        if not await save_record(self.store, self.record, self.holder):
-            raise self._lost()
+        async with self._saving:
+            if self.lease_lost:  # another executor took the run over: write nothing more of it
+                raise self._lost()
+            self.record.updated_at = self.clock()
+            if not await save_record(self.store, self.record, self.holder):
+                raise self._lost()
 
     async def checkpoint(self, conversation: Conversation, state: LoopState) -> None:
         self.record.status = "running"

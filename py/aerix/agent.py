@@ -31,6 +31,7 @@ from .handoffs import active_agent, check_description, load_conversation, set_ha
 from .tools import ContextKey, Tool, check_tools
 from .trust import Invoker, ToolPolicy, TrustFlag, check_agent_trust, policy_refusal
 from .output import Output
+from .tracing import check_tracer, traced
 from .turn import turn_schema
 from .turn_format import TurnFormat
 
@@ -71,7 +72,7 @@ class Agent:
     ``turn_format``: how a turn is written (a :class:`~aerix.turn_format.TurnFormat` or a dict).
     ``handoffs``: Agents the model may hand the conversation to (a ``handoff_<name>`` tool each,
     described by the target's ``description``; the run, and the next until ``reset()``, goes on
-    under the target: :mod:`aerix.handoffs`).
+    under the target: :mod:`aerix.handoffs`). ``tracer``: traces its runs (:mod:`aerix.tracing`).
     """
 
     tools: tuple[Tool, ...]  # these six: made by the handoffs setter (handoffs.set_handoffs)
@@ -106,6 +107,7 @@ class Agent:
         turn_format: TurnFormat | dict[str, Any] | None = None,
         handoffs: Sequence[Agent] = (),
         description: str | None = None,
+        tracer: Any = None,
     ) -> None:
         if not callable(getattr(model, "chat", None)):
             raise AerixError("options", f"model must have a chat(messages, options) method, got {type(model).__name__}")
@@ -134,7 +136,7 @@ class Agent:
         self.channels = check_channels(channels)  # name -> channel (channels.py)
         self.model, self.instructions, self.constrain, self.store = model, instructions, constrain, store
         self.artifact_store: Any = store if store is not None else ArtifactMemory()  # artifacts.py; bounded, in memory without a store
-        self.clock = clock or time.time
+        self.clock, self.tracer = clock or time.time, check_tracer(tracer)
         self.output = Output.of(output)
         self.turn_format = TurnFormat.of(turn_format)
         self._runs = Runs(self, store) if store is not None else None
@@ -272,9 +274,9 @@ class Agent:
         if self._runs is None:
             if run_id is not None or idempotency_key is not None or concurrency_key is not None:
                 raise AerixError("options", "run_id, idempotency_key and concurrency_key need a durable run: give the Agent a store")
-            return self._watch(self._run_in_memory(prompt, signal, who, files, source))
+            return self._watch(self._run_in_memory(prompt, signal, who, files, source), prompt)
         _check_key(concurrency_key)
-        return self._watch(self._runs.start_and_resume(prompt, signal, run_id, idempotency_key, who, concurrency_key, files, source))
+        return self._watch(self._runs.start_and_resume(prompt, signal, run_id, idempotency_key, who, concurrency_key, files, source), prompt)
 
     async def ask(self, prompt: str, signal: Any = None, *, invoker: Invoker | dict[str, Any] | None = None, attachments: Sequence[Any] | None = None) -> Answer:
         """Run to the ending. A final returns an :class:`Answer`; any other ending raises
@@ -381,17 +383,16 @@ class Agent:
     # -- small things --------------------------------------------------------------------
 
     def _claim_check(self, what: str, abandoned_ok: bool = False) -> None:
+        """Raise ``busy`` while draining or a run is going. With ``abandoned_ok``, a run whose event stream its consumer dropped
+        (``break`` out of ``async for``) does not count: its clean-up is scheduled, and the new run waits for it (:meth:`_claim`)."""
         if self.draining and what != "reset":
             raise AerixError("busy", f"cannot {what}: this agent is draining and takes no new run")
-        """Raise ``busy`` while a run is going. With ``abandoned_ok``, a run whose event stream
-        its consumer dropped (``break`` out of ``async for``) does not count: its clean-up is
-        already scheduled on the event loop, and the new run waits for it (:meth:`_claim`)."""
         abandoned = self._events is not None and self._events() is None
         if self._running and not (abandoned_ok and abandoned):
             raise AerixError("busy", f"cannot {what}: this agent is already running; wait for its ending or abort it")
 
-    def _watch(self, events: AsyncGenerator[Event, None]) -> AsyncGenerator[Event, None]:
-        self._events = weakref.ref(events)
+    def _watch(self, events: AsyncGenerator[Event, None], prompt: str | None = None) -> AsyncGenerator[Event, None]:
+        self._events = weakref.ref(events := traced(self, events, prompt))  # the same events without a tracer
         return events
 
     async def _claim(self) -> None:
@@ -412,10 +413,8 @@ class Agent:
 
 
 async def _answer(stream: AsyncGenerator[Event, None], agent: Agent) -> Answer:
-    events: list[Event] = []
     async with aclosing(stream) as s:
-        async for ev in s:
-            events.append(ev)
+        events: list[Event] = [ev async for ev in s]
     last = events[-1]
     if isinstance(last, Final):
         output = agent.active.output  # the answer's agent's: a handoff target's, after a handoff

@@ -51,6 +51,7 @@ sub-run is refused, ``ctx.approve`` is an error result), so it always ends.
 
 from __future__ import annotations
 
+import weakref
 from contextlib import aclosing
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Awaitable, Callable, TypeVar
@@ -67,9 +68,11 @@ if TYPE_CHECKING:
     from .agent import Agent
     from .calls import Caller
 
-__all__ = ["SubRun", "agent_tool"]
+__all__ = ["SubRun", "agent_of", "agent_tool"]
 
 T = TypeVar("T")
+
+agent_of: weakref.WeakKeyDictionary[Tool, Agent] = weakref.WeakKeyDictionary()  # an as_tool tool -> its agent (trace_spans.py)
 
 
 class SubAgentEnded(Exception):
@@ -181,6 +184,7 @@ def agent_tool(agent: Agent, name: str, description: str, trust: dict[str, Trust
         trust=trust,
         parallel=parallel,
     )
+    agent_of[made] = agent
     return made
 
 

@@ -36,7 +36,7 @@ __all__ = ["AGENT_OPTIONS", "JsChannel", "agent_from_js", "agent_of", "as_dict",
 AGENT_OPTIONS = (
     "instructions", "tools", "limits", "hooks", "generation", "constrain", "durable", "store", "name", "onTainted",
     "toolPolicy", "output", "channels", "state", "stateTools", "compaction", "conversationId", "turnFormat",
-    "handoffs", "description",
+    "handoffs", "description", "tracer",
 )
 
 _LIMIT_NAMES = {
@@ -66,7 +66,8 @@ def agent_from_js(model: Any, options: Any) -> Agent:
     ``{withoutInvoker: "allow" | "deny"}`` (aerix.require_tool_permission) or a function
     ``(agent, tool, invoker) => boolean``; ``handoffs`` agents this one may hand the conversation
     to (their references, ``{aerixAgent: id}``: the facade turns handles into them) and
-    ``description`` what a handoff to this one is for (aerix.handoffs)."""
+    ``description`` what a handoff to this one is for (aerix.handoffs); ``tracer`` is ``{url,
+    headers, content}``: each run's spans posted as OTLP/HTTP JSON to ``url`` (aerix.tracing)."""
     opts = as_dict(from_js(options), "agent options")
     unknown = sorted(set(opts) - set(AGENT_OPTIONS))
     if unknown:
@@ -103,6 +104,7 @@ def agent_from_js(model: Any, options: Any) -> Agent:
         turn_format=_js_turn_format(opts.get("turnFormat")),
         handoffs=[agent_of(ref) for ref in _list(opts.get("handoffs"), "handoffs")],  # handle.mjs's refOf of each
         description=opts.get("description"),
+        tracer=_js_tracer(opts.get("tracer")),
     )
     return agent
 
@@ -142,6 +144,20 @@ def _list(value: Any, what: str) -> list[Any]:
     if not isinstance(value, list):
         raise AerixError("options", f"{what} must be an array, got {type(value).__name__}")
     return value
+
+
+def _js_tracer(value: Any) -> Any:
+    """``tracer: {url, headers, content}``: a tracer that posts each run's trace to ``url``."""
+    if value is None:
+        return None
+    from .trace_export import OtlpExporter
+    from .tracing import Tracer
+
+    spec = as_dict(value, "tracer")
+    unknown = sorted(set(spec) - {"url", "headers", "content"})
+    if unknown:
+        raise AerixError("options", f"unknown tracer option(s) {unknown}; known: ['content', 'headers', 'url']")
+    return Tracer(exporters=[OtlpExporter(spec.get("url"), headers=as_dict(spec.get("headers"), "tracer headers"))], content=spec.get("content", False))  # type: ignore[arg-type]
 
 
 def _js_output(output: Any) -> Any:

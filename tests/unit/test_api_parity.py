@@ -44,7 +44,7 @@ PYTHON_ONLY_AGENT = {
     # the configuration an Agent was built with, read back: JavaScript holds the options object it passed
     "tools", "limits", "compaction", "hooks", "generation", "name", "tool_policy", "on_tainted", "channels",
     "model", "instructions", "constrain", "store", "output", "turn_format",
-    "artifact_store", "clock", "draining",  # the artifacts' store in use, the clock tests give, drain()'s flag
+    "artifact_store", "clock", "draining", "tracer",  # the artifacts' store in use, the clock tests give, drain()'s flag, the Tracer made of the `tracer` option
     # Python values with no JavaScript form: ContextKey values (a JS tool closes over its values), Tool objects
     "context", "provide", "tool_named", "tool_names",
     # the turn schema of one invoker's run, for servers that narrow tools per caller; JS reads `schema`

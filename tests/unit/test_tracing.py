@@ -269,3 +269,19 @@ async def test_spans_reach_the_opentelemetry_sdk_nested_under_the_current_span()
     assert run.attributes["aerix.run.end_reason"] == "final" and run.attributes["gen_ai.usage.input_tokens"] > 0
     spans = memory.get_finished_spans()
     assert sum(s.name == "chat" for s in spans) == 4 and all(s.end_time >= s.start_time for s in spans)
+
+
+async def test_the_pages_tracer_option_posts_each_run_to_its_url():
+    from aerix.engines.openai.transports import MockTransport, Response
+    from aerix.page_options import agent_from_js
+
+    agent = agent_from_js(ScriptedModel([final("hi")]), {"name": "helper", "tracer": {"url": "/v1/traces", "headers": {"x-key": "k"}, "content": True}})
+    (exporter,) = agent.tracer.exporters
+    assert isinstance(exporter, OtlpExporter) and exporter.url == "/v1/traces" and exporter.headers == {"x-key": "k"} and agent.tracer.content
+    exporter._transport = transport = MockTransport(lambda request: Response(200, {}, [b"{}"]))  # the page's fetch, on CPython
+    await agent.ask("hello")
+    await agent.tracer.flush()
+    spans = transport.requests[0].json()["resourceSpans"][0]["scopeSpans"][0]["spans"]
+    assert spans[0]["name"] == "invoke_agent helper" and any(a["key"] == "gen_ai.input.messages" for a in spans[0]["attributes"])
+    with pytest.raises(AerixError, match="unknown tracer option"):
+        agent_from_js(ScriptedModel([]), {"tracer": {"url": "/v1/traces", "sample": 1}})

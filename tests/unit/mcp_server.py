@@ -15,7 +15,7 @@ import sys
 
 from pydantic import BaseModel, Field
 
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 
 PORT, MODE, MARKS = int(sys.argv[1]), sys.argv[2], pathlib.Path(sys.argv[3])
@@ -66,6 +66,13 @@ async def hang() -> str:
         (MARKS / "hang.cancelled").write_text("")
         raise
     return "late"
+
+
+@server.tool()
+def seen_headers(ctx: Context) -> dict:
+    """The Authorization and Cookie headers this call came with (what a proxy added or dropped)."""
+    headers = {k.lower(): v for k, v in (ctx.headers or {}).items()}
+    return {"authorization": headers.get("authorization"), "cookie": headers.get("cookie")}
 
 
 server.run("streamable-http", host="127.0.0.1", port=PORT, json_response=MODE == "json")

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import json
 import pathlib
+import re
 import socket
 import subprocess
 import sys
@@ -93,7 +94,7 @@ def sender(sent):
 
 async def test_the_servers_tools_are_listed_with_their_descriptions_and_schemas(server):
     tools = {t.name: t for t in await mcp_tools(server.url)}
-    assert list(tools) == ["add", "place_order", "get_weather_now", "fail", "hang"]  # getWeatherNow made an aerix name
+    assert list(tools) == ["add", "place_order", "get_weather_now", "fail", "hang", "seen_headers"]  # getWeatherNow made an aerix name
     assert tools["add"].description == "Add two integers."
     assert tools["get_weather_now"].description == "The weather in a city now."
     order = tools["place_order"].input_schema()
@@ -194,3 +195,60 @@ async def test_trust_given_replaces_the_taint(server):
     tools = await mcp_tools(server.url, trust={"taint": False})
     events = await collect(Agent(model=ScriptedModel(script), tools=[*tools, sender(sent)]).run("Weather?"))
     assert "taint" not in kinds(events) and sent == ["ana@example.org"]
+
+
+# -- through the proxy (python -m aerix serve --proxy-mcp NAME=URL) ---------------------------
+
+
+@pytest.fixture
+def proxy(server, tmp_path):
+    from aerix.proxy import Upstream
+    from aerix.serve import serve
+
+    site, thread = serve(tmp_path, 0, mcp={"demo": Upstream(server.url, key="sk-mcp-0123456789")})
+    yield f"http://127.0.0.1:{site.server_address[1]}"
+    site.shutdown()
+    site.server_close()
+    thread.join(5)
+
+
+async def test_the_proxy_forwards_an_mcp_server_with_its_key_and_the_agent_uses_it(proxy):
+    tools = {t.name: t for t in await mcp_tools(f"{proxy}/mcp/demo", headers={"Cookie": "session=page"})}
+    assert "place_order" in tools and tools["add"].description == "Add two integers."
+    order = {"items": [{"sku": "A-1", "qty": 2}], "ship_to": {"city": "Lyon", "lines": []}}
+    script = [calls(("place_order", order)), calls(("seen_headers", {})), calls(("hang", {})), final("ok")]
+    tools = await mcp_tools(f"{proxy}/mcp/demo", headers={"Cookie": "session=page"}, timeout_s=1)
+    events = await collect(Agent(model=ScriptedModel(script), tools=tools).run("order"))
+    placed, seen, hung = results(events)
+    assert json.loads(placed)["count"] == 2  # the session id went both ways: the server takes no call without it
+    assert json.loads(seen) == {"authorization": "Bearer [redacted]", "cookie": None}  # added upstream, redacted back; the page's cookie dropped
+    assert hung == "error: timed out after 1 s" and events[-1].type == "final"
+
+
+async def test_the_proxy_refuses_other_names_and_other_sites_pages(proxy):
+    with pytest.raises(AerixError) as e:
+        await mcp_tools(f"{proxy}/mcp/other")
+    assert e.value.kind == "engine" and "404" in e.value.message and "/mcp/demo" in e.value.message
+    with pytest.raises(AerixError) as e:
+        await mcp_tools(f"{proxy}/mcp/demo", headers={"Origin": "http://evil.example"})
+    assert e.value.kind == "engine" and "403" in e.value.message and "another origin" in e.value.message
+
+
+def test_proxy_mcp_options_are_read_with_their_keys_and_bad_ones_refused():
+    from aerix.proxy_mcp import parse
+
+    read = parse(["docs=http://127.0.0.1:9/mcp", "web-search=https://mcp.example/mcp"], {"AERIX_MCP_WEB_SEARCH_KEY": "k-1"})
+    assert {n: (u.url, u.key) for n, u in read.items()} == {"docs": ("http://127.0.0.1:9/mcp", None), "web-search": ("https://mcp.example/mcp", "k-1")}
+    for bad, said in [(["docs"], "NAME=URL"), (["Docs=http://x/mcp"], "lower-case"), (["a=ftp://x"], "http(s) URL"), (["a=http://x/mcp?key=1"], "no user, query"), (["a=http://x", "a=http://y"], "twice")]:
+        with pytest.raises(AerixError, match=re.escape(said)):
+            parse(bad, {})
+
+
+def test_the_command_line_takes_proxy_mcp(tmp_path, capsys):
+    from aerix.cli import main as cli_main
+    from aerix.cli import parser
+
+    args = parser().parse_args(["serve", "--root", str(tmp_path), "--proxy-mcp", "docs=http://127.0.0.1:9/mcp", "--proxy-mcp", "web=http://127.0.0.1:8/mcp"])
+    assert args.proxy_mcp == ["docs=http://127.0.0.1:9/mcp", "web=http://127.0.0.1:8/mcp"]
+    assert cli_main(["serve", "--root", str(tmp_path), "--proxy-mcp", "docs"]) == 2
+    assert "--proxy-mcp takes NAME=URL" in capsys.readouterr().err

@@ -16,6 +16,7 @@ from .engines.openai import OpenAIModel
 from .errors import AerixError
 from .events import Call, Compacted, End, Event, Final, FinalDelta, Handoff, Interrupted, NewArtifact, OutputDelta, Result, Retry, SubagentEvent, Taint, Text, Turn, Usage, Waiting
 from .limits import Hooks, Limits
+from .mcp import mcp_tools
 from .model import Model
 from .page_options import js_tool
 from .tools import ContextKey, Tool, ToolContext, tool
@@ -66,6 +67,7 @@ __all__ = [
     "console_channel",
     "has_permission",
     "js_tool",
+    "mcp_tools",
     "parse_turn",
     "require_tool_permission",
     "system_message",

@@ -10,6 +10,7 @@
      ├─ kind "engine"   raised by a model when the engine failed; the loop turns it into
      │                  an ``end`` event with reason ``error`` (carrying the server's RFC 9457
      │                  ``problem`` document, if any), never lets it out of ``run``
+     │                  (also raised by ``mcp_tools`` when an MCP server cannot be listed)
      ├─ kind "store"    a durable run's store could not be used: a record that cannot be read
      │                  (``resume``, ``approve``), or a failing store outside a run (``start``,
      │                  ``runs``, ``recover``); inside a run a failing store ends it ``error``

@@ -55,7 +55,7 @@ from urllib.parse import urlsplit
 from .engines.openai.redact import REDACTED, SecretForms, TextRedactor, clean_api_key, shown_url
 from .errors import AerixError, message_of
 
-__all__ = ["MAX_BODY", "PREFIX", "ROUTES", "Upstream", "forward", "problem"]
+__all__ = ["MAX_BODY", "PREFIX", "ROUTES", "Route", "Upstream", "forward", "problem"]
 
 PREFIX = "/v1"
 ROUTES = {"/v1/models": "GET", "/v1/chat/completions": "POST"}
@@ -65,6 +65,25 @@ _RESPONSE_HEADERS = ("Content-Type", "Retry-After")  # Retry-After: the client's
 _LOOPBACK_NAMES = ("localhost",)
 _OWN_SITE = ("same-origin", "none")  # Sec-Fetch-Site: this site's page, or the user's own address bar
 _FOLD = re.compile(r"\r?\n[ \t]*")
+
+
+@dataclass(frozen=True)
+class Route:
+    """What a proxied path forwards (``/v1``'s by default; ``aerix.proxy_mcp`` makes MCP's): the
+    upstream's path (``None``: a 404 whose detail is ``missing``), the methods taken, and the
+    headers passed on each way."""
+
+    target: str | None
+    methods: tuple[str, ...]
+    request_headers: tuple[str, ...] = _REQUEST_HEADERS
+    response_headers: tuple[str, ...] = _RESPONSE_HEADERS
+    missing: str = ""
+
+
+def _v1_route(path: str, upstream: Upstream) -> Route:
+    if path not in ROUTES:
+        return Route(None, (), missing=f"{path} is not forwarded: this proxy forwards only " + " and ".join(f"{m} {p}" for p, m in ROUTES.items()))
+    return Route(urlsplit(upstream.url).path + path.removeprefix(PREFIX), (ROUTES[path],))
 
 
 @dataclass(frozen=True)
@@ -97,13 +116,14 @@ class Upstream:
         return kind(parts.hostname or "", parts.port, timeout=self.timeout_s)
 
 
-def forward(page: BaseHTTPRequestHandler, upstream: Upstream) -> None:
-    """Answer ``page``'s request for a ``/v1`` path: forward it upstream, or refuse it."""
+def forward(page: BaseHTTPRequestHandler, upstream: Upstream, route: Route | None = None) -> None:
+    """Answer ``page``'s request for a ``/v1`` path (or the ``route`` given): forward it upstream, or refuse it."""
     redact = _Redactor(upstream.key)
     path = urlsplit(page.path).path
-    refusal = _refusal(page, path, upstream)
+    route = route if route is not None else _v1_route(path, upstream)
+    refusal = _refusal(page, path, upstream, route)
     if refusal is not None:
-        problem(page, *refusal)
+        problem(page, *refusal, allow=", ".join(route.methods))
         return
     body = None
     if page.command == "POST":
@@ -116,13 +136,13 @@ def forward(page: BaseHTTPRequestHandler, upstream: Upstream) -> None:
         if len(body) < length:
             problem(page, HTTPStatus.BAD_REQUEST, f"the request's body ended after {len(body)} of its {length} bytes")
             return
-    headers = {name: value for name in _REQUEST_HEADERS if (value := page.headers.get(name)) is not None}
+    headers = {name: value for name in route.request_headers if (value := page.headers.get(name)) is not None}
     if upstream.key:
         headers["Authorization"] = f"Bearer {upstream.key}"
     connection = upstream.connect()
     try:
         try:
-            connection.request(page.command, urlsplit(upstream.url).path + path.removeprefix(PREFIX), body=body, headers=headers)
+            connection.request(page.command, route.target or "/", body=body, headers=headers)
             answer = connection.getresponse()
         except TimeoutError:
             problem(page, HTTPStatus.GATEWAY_TIMEOUT, f"the server at {upstream.url} did not answer in {upstream.timeout_s:g} s")
@@ -131,19 +151,19 @@ def forward(page: BaseHTTPRequestHandler, upstream: Upstream) -> None:
             problem(page, HTTPStatus.BAD_GATEWAY, redact.text(f"could not reach the server at {upstream.url}: {message_of(e) or type(e).__name__}"))
             return
         try:
-            _relay(page, answer, redact)
+            _relay(page, answer, redact, route.response_headers)
         finally:
             answer.close()  # it may own the socket (a response that ends the connection)
     finally:
         connection.close()  # also when the page left mid-stream: the server sees it and stops
 
 
-def _refusal(page: BaseHTTPRequestHandler, path: str, upstream: Upstream) -> tuple[HTTPStatus, str] | None:
+def _refusal(page: BaseHTTPRequestHandler, path: str, upstream: Upstream, route: Route) -> tuple[HTTPStatus, str] | None:
     """Why the request is not forwarded (its status and the problem's detail), or ``None``."""
-    if path not in ROUTES:
-        return HTTPStatus.NOT_FOUND, f"{path} is not forwarded: this proxy forwards only " + " and ".join(f"{m} {p}" for p, m in ROUTES.items())
-    if page.command != ROUTES[path]:
-        return HTTPStatus.METHOD_NOT_ALLOWED, f"{path} takes {ROUTES[path]} only"
+    if route.target is None:
+        return HTTPStatus.NOT_FOUND, route.missing
+    if page.command not in route.methods:
+        return HTTPStatus.METHOD_NOT_ALLOWED, f"{path} takes {' or '.join(route.methods)} only"
     folded = sorted({name for name, value in page.headers.items() if "\n" in value or "\r" in value})
     if folded or page.headers.defects:  # obs-fold: another server may read a folded line as a header of its own
         what = f"{', '.join(folded)} header goes on" if folded else "headers go on"
@@ -197,10 +217,10 @@ def _is_loopback(host: object) -> bool:
         return False
 
 
-def _relay(page: BaseHTTPRequestHandler, answer: http.client.HTTPResponse, redact: _Redactor) -> None:
-    """The upstream's answer to the page as it comes: status, two headers, the body chunk by chunk."""
+def _relay(page: BaseHTTPRequestHandler, answer: http.client.HTTPResponse, redact: _Redactor, names: tuple[str, ...]) -> None:
+    """The upstream's answer to the page as it comes: status, the headers named, the body chunk by chunk."""
     page.send_response(answer.status, redact.text(_FOLD.sub(" ", answer.reason or "")))
-    for name in _RESPONSE_HEADERS:
+    for name in names:
         if (value := answer.getheader(name)) is not None:
             page.send_header(name, redact.text(_FOLD.sub(" ", value)))  # obs-fold unfolded, as RFC 9112 asks
     page.send_header("Connection", "close")
@@ -221,12 +241,13 @@ def _relay(page: BaseHTTPRequestHandler, answer: http.client.HTTPResponse, redac
             return
 
 
-def problem(page: BaseHTTPRequestHandler, status: HTTPStatus, detail: str) -> None:
-    """An RFC 9457 problem document, and the connection closed (an unread body is not read)."""
+def problem(page: BaseHTTPRequestHandler, status: HTTPStatus, detail: str, *, allow: str = "") -> None:
+    """An RFC 9457 problem document, and the connection closed (an unread body is not read);
+    ``allow``: a 405's ``Allow`` header."""
     body = json.dumps({"type": "about:blank", "title": status.phrase, "status": int(status), "detail": detail}).encode()
     page.send_response(status)
     if status == HTTPStatus.METHOD_NOT_ALLOWED:
-        page.send_header("Allow", ROUTES.get(urlsplit(page.path).path, ""))
+        page.send_header("Allow", allow)
     page.send_header("Content-Type", "application/problem+json")
     page.send_header("Content-Length", str(len(body)))
     page.send_header("Connection", "close")

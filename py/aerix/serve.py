@@ -44,6 +44,7 @@ from urllib.parse import unquote
 
 from .errors import AerixError
 from .proxy import PREFIX, Upstream, _is_loopback, forward, problem
+from .proxy_mcp import forward_mcp, parse, shown, upstreams
 
 __all__ = ["CSP", "HEADERS", "KEY_ENV", "MIME_TYPES", "REQUEST_TIMEOUT_S", "SiteHandler", "Upstream", "arguments", "command", "policy", "serve"]
 
@@ -185,6 +186,7 @@ class SiteHandler(SimpleHTTPRequestHandler):
     extensions_map = {"": "application/octet-stream", **MIME_TYPES}  # noqa: RUF012 - the base class' hook
     verbose: ClassVar[bool] = False
     upstream: ClassVar[Upstream | None] = None  # where /v1 goes (aerix.proxy); None: /v1 is a path like any other
+    mcp: ClassVar[dict[str, Upstream]] = {}  # where /mcp/NAME goes (aerix.proxy_mcp)
     request_timeout_s: ClassVar[float] = REQUEST_TIMEOUT_S
 
     _policy: str = policy()  # per request, set by send_head; this one for errors answered before it
@@ -227,6 +229,8 @@ class SiteHandler(SimpleHTTPRequestHandler):
     def _proxied(self) -> bool:
         """Whether the request is the proxy's (a /v1 path on a server with an upstream), now answered."""
         path = self.path.split("?", 1)[0]
+        if forward_mcp(self, self.mcp):
+            return True
         if self.upstream is None or (path != PREFIX and not path.startswith(PREFIX + "/")):
             return False
         forward(self, self.upstream)
@@ -350,6 +354,7 @@ def serve(
     key: str | None = None,
     verbose: bool = False,
     request_timeout_s: float = REQUEST_TIMEOUT_S,
+    mcp: Mapping[str, str | Upstream] | None = None,
 ) -> tuple[ThreadingHTTPServer, threading.Thread]:
     """Start serving `root` in a background thread; port 0 picks a free one (read `server.server_address`).
 
@@ -357,6 +362,7 @@ def serve(
     the page's `/v1/models` and `/v1/chat/completions` go there with `key` as a Bearer token
     (aerix.proxy). `host`: the address to listen on; the default is this machine only.
     `request_timeout_s`: how long a request (line, headers, body) may take to come, from its connection opening.
+    `mcp`: MCP servers by name, each forwarded from `/mcp/NAME` (aerix.proxy_mcp).
     """
     if sys.platform == "emscripten":
         raise AerixError("options", "aerix serve runs on CPython: a web page cannot listen on a port")
@@ -368,7 +374,7 @@ def serve(
     if isinstance(request_timeout_s, bool) or not isinstance(request_timeout_s, (int, float)) or not 0 < request_timeout_s < float("inf"):
         raise AerixError("options", f"request_timeout_s must be a number of seconds > 0, got {request_timeout_s!r}")
     upstream = Upstream(proxy, key=key) if isinstance(proxy, str) else proxy
-    per_server = {"verbose": verbose, "upstream": upstream, "request_timeout_s": float(request_timeout_s)}
+    per_server = {"verbose": verbose, "upstream": upstream, "request_timeout_s": float(request_timeout_s), "mcp": upstreams(mcp)}
     handler = partial(type("Handler", (SiteHandler,), per_server), directory=str(root))
     server = _Server((host, port), handler)
     thread = threading.Thread(target=server.serve_forever, name="aerix-site", daemon=True)
@@ -385,6 +391,7 @@ def arguments(parser: argparse.ArgumentParser, *, root: str | None = None) -> ar
     parser.add_argument("--host", default="127.0.0.1", help="the address to listen on (default 127.0.0.1: this machine only)")
     parser.add_argument("--root", default=root, help="the site's folder (default: build/site, when run in the repository)")
     parser.add_argument("--proxy", metavar="URL", help="forward /v1/models and /v1/chat/completions to this OpenAI-compatible server, /v1 included (http://127.0.0.1:8080/v1), with the key")
+    parser.add_argument("--proxy-mcp", metavar="NAME=URL", action="append", help="forward /mcp/NAME to this MCP server (Streamable HTTP), with the key in $AERIX_MCP_<NAME>_KEY; repeatable")
     parser.add_argument("--key-env", metavar="NAME", help=f"the environment variable that holds the server's API key (default {KEY_ENV})")
     parser.add_argument("--verbose", action="store_true", help="log every request")
     return parser
@@ -402,12 +409,15 @@ def command(args: argparse.Namespace, *, environ: Mapping[str, str] = os.environ
     if args.proxy and key is None and args.key_env:
         return _fail(f"${name} is not set: it should hold the key for {args.proxy}")
     try:
-        server, thread = serve(root, args.port, host=args.host, proxy=args.proxy, key=key, verbose=args.verbose)
+        mcp = parse(getattr(args, "proxy_mcp", None), environ)
+        server, thread = serve(root, args.port, host=args.host, proxy=args.proxy, key=key, verbose=args.verbose, mcp=mcp)
     except AerixError as e:
         return _fail(e.message)
     except OSError as e:
         return _fail(str(e))
     print(f"serving {root} at http://{args.host}:{server.server_address[1]}/ (Ctrl-C to stop)", flush=True)
+    for line in shown(mcp, args.host):
+        print(line, flush=True)
     if args.proxy:
         whose = f"with the key in ${name}" if key else f"without a key (${name} is not set)"
         print(f"  /v1/models and /v1/chat/completions go to {args.proxy.rstrip('/')}, {whose}", flush=True)

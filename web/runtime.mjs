@@ -324,11 +324,7 @@ export function wrapAgent(agent, durable, ref) {
     reopen: () => py.reopen(),
     /** The conversation as a person reads it: `[{role, text, output?}]`, prompts and answers only. */
     transcript: () => py.transcript(),
-    /**
-     * With `tracer: { keep: true }`: the traces of this agent's runs, oldest first, each its spans
-     * (the run's first) as plain objects `{name, traceId, spanId, parentId, kind, startMs, endMs,
-     * durationMs, attributes, status, statusMessage}` (docs/traces.md).
-     */
+    /** With `tracer: { keep: true }`: its runs' traces, oldest first, each a list of plain spans (docs/traces.md). */
     traces: () => py.traces(),
     get messages() {
       return py.messages();

@@ -20,6 +20,7 @@ const DESCRIPTIONS = { travel: "Weather, local time and unit conversion in a cit
 const FRONT_DESK = "You are the front desk. You answer nothing yourself: pass each request to the desk that handles it, with its handoff tool.";
 const LIMITS = { turns: 6, retries: 2, maxTokens: 256 };
 const GREEDY = { temperature: 0 }; // the bundled model is small: greedy is what its eval measures
+const TRACE = { keep: true }; // each run's spans kept in memory, for the Trace panel (demo-trace.mjs)
 
 /**
  * The demo's agents, made once each by `aerix` (one per desk and setting of the constraint box).
@@ -51,6 +52,7 @@ export function desks(aerix, { tools, channels, hooks, problems }) {
         compaction: "digest",
         channels,
         hooks,
+        tracer: TRACE,
       }),
     );
   }
@@ -70,6 +72,7 @@ export function desks(aerix, { tools, channels, hooks, problems }) {
         constrain,
         durable: true,
         channels,
+        tracer: TRACE,
       }),
     );
   }

@@ -7,6 +7,7 @@
 import { boot, chat } from "./aerix.mjs";
 import { BUNDLED, setUpPicker, showFacts } from "./demo-picker.mjs";
 import { desks } from "./demo-routing.mjs";
+import { drawTrace } from "./demo-trace.mjs";
 import { tools as demoTools } from "./demo-tools.mjs";
 
 /** @param {string} id */
@@ -73,6 +74,7 @@ const transcript = [];
  * @property {{scores: Record<string, number>, desk: string}|null} [route] how the last prompt was routed
  * @property {{type: string, source: string, target: string}|null} [handoff] the last prompt's `handoff` event
  * @property {object[]} [requests] with `?record=1`: every request sent to the engine (tests read them)
+ * @property {object[]} [trace] the last run's trace as the Trace panel draws it (demo-trace.mjs's rows)
  */
 /** @type {DemoState} */
 const demo = { ready: false, running: false, transcript, error: null, server: SERVER?.baseUrl ?? null, toasts: [], chat: null, model: null, progress: [] };
@@ -350,6 +352,7 @@ async function drive(settled) {
   try {
     const state = await settled;
     if (state?.error?.prompt !== undefined) input("prompt").value = state.error.prompt; // refused (too long): back in the box to shorten
+    demo.trace = drawTrace($("trace"), (await demo.agent().traces()).at(-1) ?? []);
   } catch (e) {
     problems.push(String(e.message || e));
     draw();

@@ -123,6 +123,7 @@ export function remoteAgent(peer, options, ref = newRef()) {
     load: (messages) => call("load", messages),
     reopen: () => call("reopen"),
     transcript: () => call("transcript"),
+    traces: () => call("traces"),
     get messages() {
       return state.messages;
     },

@@ -324,6 +324,8 @@ export function wrapAgent(agent, durable, ref) {
     reopen: () => py.reopen(),
     /** The conversation as a person reads it: `[{role, text, output?}]`, prompts and answers only. */
     transcript: () => py.transcript(),
+    /** With `tracer: { keep: true }`: its runs' traces, oldest first, each a list of plain spans (docs/traces.md). */
+    traces: () => py.traces(),
     get messages() {
       return py.messages();
     },

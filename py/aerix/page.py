@@ -35,8 +35,9 @@ from .events import Event, SubagentEvent
 from .page_artifacts import artifact_view, attachments_from_js
 from .conversations import transcript
 from .page_options import JsChannel, agent_from_js, as_dict, js_channel, register_agent
+from .tracing import Span, SpanCollector
 
-__all__ = ["SERVER_OPTIONS", "JsChannel", "PageAgent", "create_agent", "event_view", "js_channel", "run_view", "server_model", "state_call"]
+__all__ = ["SERVER_OPTIONS", "JsChannel", "PageAgent", "create_agent", "event_view", "js_channel", "run_view", "server_model", "span_view", "state_call"]
 
 _EVENT_KEYS = {
     "prompt_tokens": "promptTokens",
@@ -184,6 +185,16 @@ class PageAgent:
         return transcript(self.agent.messages)
 
     @js_facing
+    def traces(self) -> list[list[dict[str, Any]]]:
+        """The traces ``tracer: {keep: true}`` kept, oldest first, each its spans as
+        :func:`span_view` shows them (the run's span first)."""
+        tracer = self.agent.tracer
+        kept = [e for e in (tracer.exporters if tracer is not None else ()) if isinstance(e, SpanCollector)]
+        if not kept:
+            raise AerixError("options", "agent.traces() needs the agent option tracer: {keep: true}")
+        return [[span_view(s) for s in trace] for trace in kept[0].traces()]
+
+    @js_facing
     def system(self) -> str:
         return self.agent.active.system  # after a handoff, the target's (aerix.handoffs)
 
@@ -216,6 +227,19 @@ async def _event_views(events: AsyncIterator[Event], abort: Abort) -> AsyncItera
                 yield event_view(ev)
     finally:
         abort.close()
+
+
+def span_view(span: Span) -> dict[str, Any]:
+    """What the page sees of a span: ``Span.to_dict()`` with camelCase keys, its times as unix
+    milliseconds (``startMs``, ``endMs``, ``durationMs``: floats, since nanoseconds since 1970
+    are past JavaScript's exact integers and would cross as BigInt)."""
+    d = span.to_dict()
+    return {
+        "name": d["name"], "traceId": d["trace_id"], "spanId": d["span_id"], "parentId": d["parent_id"], "kind": d["kind"],
+        "startMs": span.start_ns / 1e6, "endMs": None if span.end_ns is None else span.end_ns / 1e6,
+        "durationMs": None if span.end_ns is None else (span.end_ns - span.start_ns) / 1e6,
+        "attributes": d["attributes"], "status": d["status"], "statusMessage": d["status_message"],
+    }
 
 
 def run_view(record: RunRecord) -> dict[str, Any]:

@@ -67,7 +67,8 @@ def agent_from_js(model: Any, options: Any) -> Agent:
     ``(agent, tool, invoker) => boolean``; ``handoffs`` agents this one may hand the conversation
     to (their references, ``{aerixAgent: id}``: the facade turns handles into them) and
     ``description`` what a handoff to this one is for (aerix.handoffs); ``tracer`` is ``{url,
-    headers, content}``: each run's spans posted as OTLP/HTTP JSON to ``url`` (aerix.tracing)."""
+    headers, content, keep}``: each run's spans posted as OTLP/HTTP JSON to ``url`` and, with
+    ``keep``, kept for ``agent.traces()`` (aerix.tracing)."""
     opts = as_dict(from_js(options), "agent options")
     unknown = sorted(set(opts) - set(AGENT_OPTIONS))
     if unknown:
@@ -147,17 +148,26 @@ def _list(value: Any, what: str) -> list[Any]:
 
 
 def _js_tracer(value: Any) -> Any:
-    """``tracer: {url, headers, content}``: a tracer that posts each run's trace to ``url``."""
+    """``tracer: {url, headers, content, keep}``: a tracer that posts each run's trace to ``url``
+    (OTLP/HTTP JSON) and, with ``keep: true``, keeps it in memory for ``agent.traces()``."""
     if value is None:
         return None
     from .trace_export import OtlpExporter
-    from .tracing import Tracer
+    from .tracing import SpanCollector, Tracer
 
     spec = as_dict(value, "tracer")
-    unknown = sorted(set(spec) - {"url", "headers", "content"})
+    unknown = sorted(set(spec) - {"url", "headers", "content", "keep"})
     if unknown:
-        raise AerixError("options", f"unknown tracer option(s) {unknown}; known: ['content', 'headers', 'url']")
-    return Tracer(exporters=[OtlpExporter(spec.get("url"), headers=as_dict(spec.get("headers"), "tracer headers"))], content=spec.get("content", False))  # type: ignore[arg-type]
+        raise AerixError("options", f"unknown tracer option(s) {unknown}; known: ['content', 'headers', 'keep', 'url']")
+    keep = spec.get("keep", False)
+    if not isinstance(keep, bool):
+        raise AerixError("options", f"tracer.keep must be true or false, got {keep!r}")
+    if spec.get("url") is None and not keep:
+        raise AerixError("options", "tracer needs a url to post each run's trace to, or keep: true to keep it for agent.traces()")
+    exporters: list[Any] = [] if spec.get("url") is None else [OtlpExporter(spec["url"], headers=as_dict(spec.get("headers"), "tracer headers"))]
+    if keep:
+        exporters.append(SpanCollector())
+    return Tracer(exporters=exporters, content=spec.get("content", False))
 
 
 def _js_output(output: Any) -> Any:

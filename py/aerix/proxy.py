@@ -55,7 +55,7 @@ from urllib.parse import urlsplit
 from .engines.openai.redact import REDACTED, SecretForms, TextRedactor, clean_api_key, shown_url
 from .errors import AerixError, message_of
 
-__all__ = ["MAX_BODY", "PREFIX", "ROUTES", "Route", "Upstream", "forward", "problem"]
+__all__ = ["MAX_BODY", "PREFIX", "ROUTES", "Route", "Upstream", "forward", "problem", "request_refusal"]
 
 PREFIX = "/v1"
 ROUTES = {"/v1/models": "GET", "/v1/chat/completions": "POST"}
@@ -164,6 +164,12 @@ def _refusal(page: BaseHTTPRequestHandler, path: str, upstream: Upstream, route:
         return HTTPStatus.NOT_FOUND, route.missing
     if page.command not in route.methods:
         return HTTPStatus.METHOD_NOT_ALLOWED, f"{path} takes {' or '.join(route.methods)} only"
+    return request_refusal(page, upstream.max_body)
+
+
+def request_refusal(page: BaseHTTPRequestHandler, max_body: int) -> tuple[HTTPStatus, str] | None:
+    """Why a request on a forwarded path is not forwarded: its headers, its origin, its size
+    (the rules above, but for the path and method); ``None`` when it may go."""
     folded = sorted({name for name, value in page.headers.items() if "\n" in value or "\r" in value})
     if folded or page.headers.defects:  # obs-fold: another server may read a folded line as a header of its own
         what = f"{', '.join(folded)} header goes on" if folded else "headers go on"
@@ -184,8 +190,8 @@ def _refusal(page: BaseHTTPRequestHandler, path: str, upstream: Upstream, route:
     if len(lengths) > 1 or not re.fullmatch(r"[0-9]+", lengths[0]):  # not str.isdigit(): it takes "²"
         return HTTPStatus.BAD_REQUEST, "the request's Content-Length is not one number in ASCII digits"
     size = lengths[0].lstrip("0") or "0"
-    if len(size) > 18 or int(size) > upstream.max_body:  # 18 digits: int() takes no more than 4300
-        return HTTPStatus.REQUEST_ENTITY_TOO_LARGE, f"the request has {size if len(size) <= 18 else 'more than 10**18'} bytes; the proxy takes at most {upstream.max_body}"
+    if len(size) > 18 or int(size) > max_body:  # 18 digits: int() takes no more than 4300
+        return HTTPStatus.REQUEST_ENTITY_TOO_LARGE, f"the request has {size if len(size) <= 18 else 'more than 10**18'} bytes; the proxy takes at most {max_body}"
     return None
 
 
@@ -241,13 +247,13 @@ def _relay(page: BaseHTTPRequestHandler, answer: http.client.HTTPResponse, redac
             return
 
 
-def problem(page: BaseHTTPRequestHandler, status: HTTPStatus, detail: str, *, allow: str = "") -> None:
+def problem(page: BaseHTTPRequestHandler, status: HTTPStatus, detail: str, *, allow: str | None = None) -> None:
     """An RFC 9457 problem document, and the connection closed (an unread body is not read);
-    ``allow``: a 405's ``Allow`` header."""
+    ``allow``: a 405's ``Allow`` header (by default the methods of the path among ``ROUTES``)."""
     body = json.dumps({"type": "about:blank", "title": status.phrase, "status": int(status), "detail": detail}).encode()
     page.send_response(status)
     if status == HTTPStatus.METHOD_NOT_ALLOWED:
-        page.send_header("Allow", allow)
+        page.send_header("Allow", allow if allow is not None else ROUTES.get(urlsplit(page.path).path, ""))
     page.send_header("Content-Type", "application/problem+json")
     page.send_header("Content-Length", str(len(body)))
     page.send_header("Connection", "close")

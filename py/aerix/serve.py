@@ -45,6 +45,7 @@ from urllib.parse import unquote
 from .errors import AerixError
 from .proxy import PREFIX, Upstream, _is_loopback, forward, problem
 from .proxy_mcp import forward_mcp, parse, shown, upstreams
+from .proxy_otlp import HEADERS_ENV, TRACES_PATH, Collector, forward_traces, otlp_headers
 
 __all__ = ["CSP", "HEADERS", "KEY_ENV", "MIME_TYPES", "REQUEST_TIMEOUT_S", "SiteHandler", "Upstream", "arguments", "command", "policy", "serve"]
 
@@ -187,6 +188,7 @@ class SiteHandler(SimpleHTTPRequestHandler):
     verbose: ClassVar[bool] = False
     upstream: ClassVar[Upstream | None] = None  # where /v1 goes (aerix.proxy); None: /v1 is a path like any other
     mcp: ClassVar[dict[str, Upstream]] = {}  # where /mcp/NAME goes (aerix.proxy_mcp)
+    collector: ClassVar[Collector | None] = None  # where /v1/traces goes (aerix.proxy_otlp)
     request_timeout_s: ClassVar[float] = REQUEST_TIMEOUT_S
 
     _policy: str = policy()  # per request, set by send_head; this one for errors answered before it
@@ -230,6 +232,9 @@ class SiteHandler(SimpleHTTPRequestHandler):
         """Whether the request is the proxy's (a /v1 path on a server with an upstream), now answered."""
         path = self.path.split("?", 1)[0]
         if forward_mcp(self, self.mcp):
+            return True
+        if self.collector is not None and path == TRACES_PATH:
+            forward_traces(self, self.collector)
             return True
         if self.upstream is None or (path != PREFIX and not path.startswith(PREFIX + "/")):
             return False
@@ -352,6 +357,7 @@ def serve(
     host: str = "127.0.0.1",
     proxy: str | Upstream | None = None,
     key: str | None = None,
+    otlp: str | Collector | None = None,
     verbose: bool = False,
     request_timeout_s: float = REQUEST_TIMEOUT_S,
     mcp: Mapping[str, str | Upstream] | None = None,
@@ -360,7 +366,8 @@ def serve(
 
     `proxy`: the upstream's API root, /v1 included (`http://127.0.0.1:8080/v1`), or an `Upstream`;
     the page's `/v1/models` and `/v1/chat/completions` go there with `key` as a Bearer token
-    (aerix.proxy). `host`: the address to listen on; the default is this machine only.
+    (aerix.proxy). `otlp`: an OpenTelemetry collector's OTLP/HTTP URL, or a `Collector`; the page's
+    `POST /v1/traces` goes there (aerix.proxy_otlp). `host`: the address to listen on; the default is this machine only.
     `request_timeout_s`: how long a request (line, headers, body) may take to come, from its connection opening.
     `mcp`: MCP servers by name, each forwarded from `/mcp/NAME` (aerix.proxy_mcp).
     """
@@ -374,7 +381,8 @@ def serve(
     if isinstance(request_timeout_s, bool) or not isinstance(request_timeout_s, (int, float)) or not 0 < request_timeout_s < float("inf"):
         raise AerixError("options", f"request_timeout_s must be a number of seconds > 0, got {request_timeout_s!r}")
     upstream = Upstream(proxy, key=key) if isinstance(proxy, str) else proxy
-    per_server = {"verbose": verbose, "upstream": upstream, "request_timeout_s": float(request_timeout_s), "mcp": upstreams(mcp)}
+    collector = Collector(otlp) if isinstance(otlp, str) else otlp
+    per_server = {"verbose": verbose, "upstream": upstream, "collector": collector, "request_timeout_s": float(request_timeout_s), "mcp": upstreams(mcp)}
     handler = partial(type("Handler", (SiteHandler,), per_server), directory=str(root))
     server = _Server((host, port), handler)
     thread = threading.Thread(target=server.serve_forever, name="aerix-site", daemon=True)
@@ -392,6 +400,7 @@ def arguments(parser: argparse.ArgumentParser, *, root: str | None = None) -> ar
     parser.add_argument("--root", default=root, help="the site's folder (default: build/site, when run in the repository)")
     parser.add_argument("--proxy", metavar="URL", help="forward /v1/models and /v1/chat/completions to this OpenAI-compatible server, /v1 included (http://127.0.0.1:8080/v1), with the key")
     parser.add_argument("--proxy-mcp", metavar="NAME=URL", action="append", help="forward /mcp/NAME to this MCP server (Streamable HTTP), with the key in $AERIX_MCP_<NAME>_KEY; repeatable")
+    parser.add_argument("--proxy-otlp", metavar="URL", help=f"forward the page's POST {TRACES_PATH} to this OpenTelemetry collector (http://127.0.0.1:4318), with the headers in ${HEADERS_ENV[0]} or ${HEADERS_ENV[1]}")
     parser.add_argument("--key-env", metavar="NAME", help=f"the environment variable that holds the server's API key (default {KEY_ENV})")
     parser.add_argument("--verbose", action="store_true", help="log every request")
     return parser
@@ -410,7 +419,8 @@ def command(args: argparse.Namespace, *, environ: Mapping[str, str] = os.environ
         return _fail(f"${name} is not set: it should hold the key for {args.proxy}")
     try:
         mcp = parse(getattr(args, "proxy_mcp", None), environ)
-        server, thread = serve(root, args.port, host=args.host, proxy=args.proxy, key=key, verbose=args.verbose, mcp=mcp)
+        otlp = None if not args.proxy_otlp else Collector(args.proxy_otlp, headers=otlp_headers(next((environ[n] for n in HEADERS_ENV if environ.get(n)), None)))
+        server, thread = serve(root, args.port, host=args.host, proxy=args.proxy, key=key, otlp=otlp, verbose=args.verbose, mcp=mcp)
     except AerixError as e:
         return _fail(e.message)
     except OSError as e:
@@ -423,6 +433,8 @@ def command(args: argparse.Namespace, *, environ: Mapping[str, str] = os.environ
         print(f"  /v1/models and /v1/chat/completions go to {args.proxy.rstrip('/')}, {whose}", flush=True)
         if not _is_loopback(args.host):
             print(f"  note: on {args.host}, anyone who can reach this port can use the server and its key", flush=True)
+    if otlp:
+        print(f"  {TRACES_PATH} goes to the OpenTelemetry collector at {otlp.url}", flush=True)
     try:
         thread.join()
     except KeyboardInterrupt:

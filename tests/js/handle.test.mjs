@@ -74,6 +74,17 @@ describe("the agent handle of both modes", () => {
       }
     });
 
+    test(`${mode}: traces() is one call into Python's traces, its spans as plain data`, async () => {
+      const { agent, calls, close } = await make();
+      try {
+        const traces = await agent.traces();
+        assert.deepEqual(traces, [[{ name: "invoke_agent a", spanId: "1", parentId: null, startMs: 1.5, durationMs: 2 }]]);
+        assert.deepEqual(calls.filter((c) => c[0] === "traces"), [["traces"]]);
+      } finally {
+        close?.();
+      }
+    });
+
     test(`${mode}: start takes concurrencyKey; getRun asks Python`, async () => {
       const { agent, calls, close } = await make();
       try {

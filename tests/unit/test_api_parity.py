@@ -59,6 +59,7 @@ JS_ONLY_AGENT = {
     "ready",  # worker mode builds the agent in the background; Python's constructor returns it built
     "python",  # the PyProxy of the Python agent (null in worker mode)
     "transcript",  # Python: aerix.conversations.transcript(agent.messages)
+    "traces",  # the spans `tracer: {keep: true}` keeps; Python passes a SpanCollector exporter of its own and reads it
 }
 PYTHON_ONLY_PARAMETERS = {
     "model",  # boot() gives every agent its engine

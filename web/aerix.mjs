@@ -19,6 +19,8 @@
  *   const answer = await agent.ask("And for Porto?");   // { text, thought, events }
  *   const boss = aerix.agent({ tools: [agent.asTool("travel", "Answers travel questions.")] });  // Python's as_tool
  *   await agent.state.set("home", "Lisbon");  // Python's agent.state: get/set/delete/load, collection(name).list/get/upsert/remove
+ *   const docs = await aerix.mcpTools("/mcp/docs", { prefix: "docs_" });  // an MCP server's tools, through serve --proxy-mcp
+ *   const reader = aerix.agent({ tools: [...docs] });                       // Python's mcp_tools (docs/mcp.md)
  *
  * Two modes, one API:
  * - `worker: true`: Python, the aerix wheel and the engine's client run in a module Web Worker
@@ -83,7 +85,7 @@ const HERE = new URL("./", import.meta.url);
  * @param {(p: {phase: string, loaded?: number, total?: number, ms?: number, cached?: boolean}) => void} [options.onProgress]
  *   phases: "python", "packages", "imports" (each with `ms` when done) and "model" (bytes, with
  *   `cached`: true when they come from this browser's cache).
- * @returns {Promise<{pyodide: object|null, engine: object, agent: Function, runPython: Function, timings: object, worker: boolean}>}
+ * @returns {Promise<{pyodide: object|null, engine: object, agent: Function, runPython: Function, mcpTools: Function, timings: object, worker: boolean}>}
  */
 export async function boot({ worker = false, base = HERE, ...options } = {}) {
   if (typeof worker !== "boolean") throw new TypeError(`boot({ worker }) must be true or false, got ${worker}`);

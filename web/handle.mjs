@@ -18,6 +18,9 @@ export const START_OPTIONS = Object.freeze(["runId", "idempotencyKey", "invoker"
 /** `agent.asTool(name, description, options)`'s options (Python's `Agent.as_tool`). */
 export const AS_TOOL_OPTIONS = Object.freeze(["trust", "parallel"]);
 
+/** `ai.mcpTools(url, options)`'s options (Python's `mcp_tools` keywords, camelCased; its `transport` is the page's fetch). */
+export const MCP_OPTIONS = Object.freeze(["headers", "timeoutS", "prefix", "tools", "trust"]);
+
 /** An Error as an aerix error from Python reads in JavaScript (runtime.mjs's `aerixError`). */
 export function aerixError(kind, message, reason = null) {
   return Object.assign(new Error(message), { name: "AerixError", kind, reason });
@@ -118,4 +121,21 @@ export function agentState(call) {
     tainted: (key) => call("tainted", null, [key]),
     collection,
   });
+}
+
+// -- ai.mcpTools ---------------------------------------------------------------------------------
+
+/**
+ * `ai.mcpTools(url, { headers, timeoutS, prefix, tools, trust })` over `call(url, options)` (one
+ * call into Python, aerix.page_mcp's `mcp_tools_js`, in this realm or the worker): the tools of
+ * the MCP server at `url` as plain data, `[{name, description, mcp: {aerixMcp: id}}]`, for any
+ * agent's `tools` of the same `ai`. `url` is resolved against the page, so `"/mcp/docs"` (the
+ * proxy's path, `python -m aerix serve --proxy-mcp docs=URL`) means the page's origin in both modes.
+ */
+export function mcpToolsOver(call) {
+  return async (url, options) => {
+    if (typeof url !== "string" || !url) throw aerixError("options", `mcpTools(url): url must be a non-empty string, got ${typeof url}`);
+    const opts = checked(`mcpTools(${JSON.stringify(url)}) option(s)`, options, MCP_OPTIONS);
+    return call(new URL(url, globalThis.location?.href).href, { ...opts });
+  };
 }

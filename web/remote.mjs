@@ -15,7 +15,7 @@
  * @module remote
  */
 
-import { RUN_OPTIONS, START_OPTIONS, agentState, agentTool, checked, named, newRef, withHandoffRefs } from "./handle.mjs";
+import { RUN_OPTIONS, START_OPTIONS, agentState, agentTool, checked, mcpToolsOver, named, newRef, withHandoffRefs } from "./handle.mjs";
 import { connect } from "./rpc.mjs";
 import { ending } from "./runtime.mjs";
 
@@ -66,6 +66,8 @@ export async function bootWorker(root, { model, onProgress = () => {}, engine: e
     engine: booted.server ?? { info, requests, chat: (messages, options) => peer.stream("engineChat", messages, options) },
     agent: (options = {}) => remoteAgent(peer, withHandoffRefs(options)),
     runPython: (code) => peer.call("runPython", String(code)),
+    // `keep`: a trust flag given as a function is called for as long as the tools live
+    mcpTools: mcpToolsOver((url, options) => peer.keep("mcpTools", url, options)),
     /** Stop the worker (and the engine with it); this object is of no use afterwards. */
     terminate() {
       peer.close(new Error("the aerix worker was terminated"));

@@ -7,7 +7,7 @@
  */
 
 import { loadEngine } from "./engine.mjs";
-import { RUN_OPTIONS, START_OPTIONS, agentState, agentTool, checked, named, newRef, withHandoffRefs } from "./handle.mjs";
+import { RUN_OPTIONS, START_OPTIONS, agentState, agentTool, checked, mcpToolsOver, named, newRef, withHandoffRefs } from "./handle.mjs";
 import { openStore } from "./store.mjs";
 
 const HERE = new URL("./", import.meta.url);
@@ -83,6 +83,8 @@ export async function bootHere({ model, cache = true, cacheKey, base = HERE, eng
       wrapAgent(readable(page.create_agent)(jsModel, withContext(withModuleTools(withHandoffRefs(options)), eng), ref), !!(options.durable || options.store), ref),
     /** Run Python code in this runtime; its value as plain JavaScript (dicts as objects). */
     runPython: async (code) => plain(await pyodide.runPythonAsync(String(code))),
+    /** An MCP server's tools for an agent's `tools` (handle.mjs's `mcpToolsOver`; Python's `mcp_tools` runs here). */
+    mcpTools: mcpToolsOver((url, options) => readable(pyodide.pyimport("aerix.page_mcp").mcp_tools_js)(url, options)),
   };
 }
 

@@ -4,7 +4,7 @@
  * speaks to it through rpc.mjs; what the page gets looks the same as in-page mode (remote.mjs).
  *
  * Handlers, called by the page: `boot`, `agent`, `agentCall`, `agentStream`, `agentState`,
- * `engineChat`, `runPython`, `interrupt`. A JS tool, hook or channel written in the page arrives as a function
+ * `engineChat`, `runPython`, `mcpTools`, `interrupt`. A JS tool, hook or channel written in the page arrives as a function
  * reference, so calling it runs it in the page (where the DOM is); a tool given as `{module}`
  * runs here.
  *
@@ -97,6 +97,11 @@ export function workerHandlers(boot = bootHere) {
 
     runPython(code) {
       return built().runPython(code);
+    },
+
+    /** `ai.mcpTools(url, options)`, the URL resolved against the page already: plain data back. */
+    mcpTools(url, options) {
+      return built().mcpTools(url, options);
     },
 
     interrupt() {

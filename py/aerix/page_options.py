@@ -223,11 +223,16 @@ def as_dict(value: Any, what: str) -> dict[str, Any]:
 
 def _js_tool(spec: Any) -> Tool:
     """A tool of the JS options: ``{name, description, input, run, effect, alreadyApplied, trust,
-    timeoutS, parallel}`` with ``run(input, ctx)`` a JavaScript function, or ``{name,
-    description, agent, trust, parallel}`` (``agent.asTool(...)``): that agent's ``as_tool``."""
+    timeoutS, parallel}`` with ``run(input, ctx)`` a JavaScript function, ``{name,
+    description, agent, trust, parallel}`` (``agent.asTool(...)``): that agent's ``as_tool``, or
+    ``{name, description, mcp}`` (``ai.mcpTools(...)``): the MCP tool it names."""
     spec = as_dict(spec, "a tool")
     if spec.get("agent") is not None:
         return _agent_tool(spec)
+    if spec.get("mcp") is not None:  # what ai.mcpTools() gave (aerix.page_mcp)
+        from .page_mcp import mcp_tool_of
+
+        return mcp_tool_of(spec)
     run = spec.get("run")
     if run is None or not callable(run):
         raise AerixError("options", f"tool {spec.get('name')!r} needs a run function")

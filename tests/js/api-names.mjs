@@ -1,7 +1,7 @@
 // The public names of the JavaScript agent API, read from the code itself, as JSON on stdout, for
 // tests/unit/test_api_parity.py: the handles of both modes built over fakes (fake-runtime.mjs),
 // so their names are what the code gives, and the option lists the handles check options against.
-import { AS_TOOL_OPTIONS, RUN_OPTIONS, START_OPTIONS } from "../../web/handle.mjs";
+import { AS_TOOL_OPTIONS, MCP_OPTIONS, RUN_OPTIONS, START_OPTIONS } from "../../web/handle.mjs";
 import { pageHandle, workerSide } from "./fake-runtime.mjs";
 
 const page = pageHandle([], "names");
@@ -20,6 +20,7 @@ process.stdout.write(
     run: [...RUN_OPTIONS],
     start: [...START_OPTIONS],
     asTool: [...AS_TOOL_OPTIONS],
+    mcpTools: [...MCP_OPTIONS],
   }),
 );
 side.close();

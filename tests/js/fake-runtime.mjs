@@ -3,6 +3,7 @@
 // builds agents over it with runtime.mjs's own wrapAgent. So the handles of both modes
 // (runtime.mjs's wrapAgent, remote.mjs's remoteAgent over a real MessageChannel) run their own
 // code down to the Python call, which is recorded here.
+import { mcpToolsOver } from "../../web/handle.mjs";
 import { connect } from "../../web/rpc.mjs";
 import { remoteAgent } from "../../web/remote.mjs";
 import { wrapAgent } from "../../web/runtime.mjs";
@@ -48,9 +49,15 @@ export async function workerSide(calls = []) {
     engine: { info: null },
     timings: {},
     agent: (options, ref) => (calls.push(["agent", options, ref]), pageHandle(calls, ref)),
+    // Python's page_mcp.mcp_tools_js: one tool listed, what it got recorded (a trust function kept callable)
+    mcpTools: async (url, options) => (calls.push(["mcpTools", url, options]), [{ name: "docs_search", description: "Search the docs.", mcp: { aerixMcp: "m1" } }]),
   });
   connect(port2, workerHandlers(fakeBoot));
   const peer = connect(port1);
   await peer.call("boot", {});
-  return { agent: (options = {}) => remoteAgent(peer, options), close: () => (port1.close(), port2.close()) };
+  return {
+    agent: (options = {}) => remoteAgent(peer, options),
+    mcpTools: mcpToolsOver((url, options) => peer.keep("mcpTools", url, options)), // as remote.mjs's bootWorker
+    close: () => (port1.close(), port2.close()),
+  };
 }

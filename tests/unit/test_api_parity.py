@@ -7,7 +7,7 @@ its constructor's parameters, ``run``'s and ``start``'s keywords, ``Limits``' fi
 from the code, never parsed from source: ``tests/js/api-names.mjs`` imports the facade's modules
 (web/runtime.mjs, remote.mjs, worker.mjs, handle.mjs), builds an agent handle of each mode over a
 fake of Python's ``PageAgent`` (tests/js/fake-runtime.mjs) and prints its names, and the option
-lists the handles check ``run``/``start``/``asTool`` options against (an unknown one is refused,
+lists the handles check ``run``/``start``/``asTool`` options (and ``ai.mcpTools``') against (an unknown one is refused,
 so a list cannot be shorter than what the code takes; tests/js/handle.test.mjs checks each name
 reaches Python). The JS agent options and the OpenAI path's engine options are handed on to
 Python as given, so their one declaration is Python's: ``page_options.AGENT_OPTIONS`` and
@@ -30,9 +30,10 @@ from pathlib import Path
 import pytest
 from helpers import IN_PYODIDE
 
-from aerix import Agent, Limits, OpenAIModel
+from aerix import Agent, Limits, OpenAIModel, mcp_tools
 from aerix.agent_state import AgentState, Collection
 from aerix.page import SERVER_OPTIONS, _COLLECTION_METHODS, _STATE_METHODS
+from aerix.page_mcp import MCP_NAMES
 from aerix.page_options import _LIMIT_NAMES, AGENT_OPTIONS
 from aerix.testing import ScriptedModel
 
@@ -75,6 +76,7 @@ PYTHON_ONLY_STATE = {
 }
 PYTHON_ONLY_COLLECTION = {"put", "drop", "check"}  # the state tools' primitives (effect-marked writes, the model's check)
 PYTHON_ONLY_ENGINE = {"transport", "rng", "sleep", "clock"}  # the page's fetch is the transport; the rest are for tests
+PYTHON_ONLY_MCP = {"url", "transport"}  # url is mcpTools' first argument; the page's fetch is the transport
 
 
 def camel(name: str) -> str:
@@ -152,3 +154,10 @@ def test_the_engine_options_are_openai_models_parameters():
     python = {n for n in inspect.signature(OpenAIModel).parameters}
     assert set(SERVER_OPTIONS.values()) == python - PYTHON_ONLY_ENGINE
     assert all(js == camel(py) for js, py in SERVER_OPTIONS.items()), "JS names are Python's in camelCase"
+
+
+def test_the_mcp_tools_options_are_mcp_tools_keywords(js):
+    python = keywords(mcp_tools) - PYTHON_ONLY_MCP
+    assert {snake(n) for n in js["mcpTools"]} == python, "ai.mcpTools' options (handle.mjs's MCP_OPTIONS) are mcp_tools' keywords"
+    assert set(MCP_NAMES) == set(js["mcpTools"]) and set(MCP_NAMES.values()) == python  # what page_mcp lets through
+    assert all(j == camel(p) for j, p in MCP_NAMES.items()), "JS names are Python's in camelCase"

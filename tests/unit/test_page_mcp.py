@@ -1,0 +1,125 @@
+"""JavaScript's ``ai.mcpTools(url, options)`` on its Python side (aerix.page_mcp), on CPython
+against the real MCP server of test_mcp (tests/unit/mcp_server.py, PyPI's `mcp` SDK): the tools
+listed as plain data (what crosses to JavaScript and the worker), that data in an agent's
+``tools`` of ``create_agent`` (what ``ai.agent({tools})`` calls) running the MCP tools by
+reference (nested input, the tool's error, a timeout, taint), renamed, and refused when it is
+not what ``mcpTools`` gave. The JavaScript side is tests/js/mcp-tools.test.mjs; the page, both
+modes, tests/e2e/test_mcp_page.py."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import pytest
+from helpers import calls, final
+
+if sys.platform == "emscripten":
+    pytest.skip("a real MCP server needs a subprocess and sockets: Pyodide has neither", allow_module_level=True)
+pytest.importorskip("mcp", reason="the MCP server of these tests needs PyPI's mcp (pip install -e '.[test]')")
+
+from test_mcp import Server
+
+from aerix import AerixError
+from aerix.page import PageAgent, create_agent
+from aerix.page_mcp import mcp_tools_js
+from aerix.testing import ScriptedModel
+
+listed = mcp_tools_js.__wrapped__  # as JavaScript calls it, less the conversion CPython lacks
+run = PageAgent.run.__wrapped__
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    running = Server("sse", tmp_path_factory.mktemp("mcp-page"))
+    yield running
+    running.stop()
+
+
+async def views(page: PageAgent, prompt: str) -> list[dict]:
+    return [ev async for ev in run(page, prompt)]
+
+
+def results(events: list[dict]) -> list[str]:
+    return [e["text"] for e in events if e["type"] == "result"]
+
+
+async def test_the_tools_are_listed_as_plain_data_naming_each_by_reference(server):
+    docs = await listed(server.url, {"prefix": "docs_", "tools": ["add", "getWeatherNow"]})
+    assert [{k: v for k, v in d.items() if k != "mcp"} for d in docs] == [
+        {"name": "docs_add", "description": "Add two integers."},
+        {"name": "docs_get_weather_now", "description": "The weather in a city now."},
+    ]
+    ids = [d["mcp"]["aerixMcp"] for d in docs]
+    assert all(isinstance(i, str) and i for i in ids) and len(set(ids)) == 2
+    json.dumps(docs)  # plain data: it crosses to JavaScript and the worker as it is
+
+
+async def test_an_agent_runs_them_nested_input_an_error_and_taint(server):
+    docs = await listed(server.url, {})
+    order = {"items": [{"sku": "A-1", "qty": 2}], "ship_to": {"city": "Lyon", "lines": ["1 rue X"]}}
+    script = [calls(("place_order", order)), calls(("fail", {"reason": "no stock"})), final("ordered")]
+    page = create_agent(ScriptedModel(script), {"tools": docs})
+    assert page.agent.tool_named("place_order").input_schema()["required"] == ["items", "ship_to"]  # the server's schema
+    events = await views(page, "Order")
+    assert json.loads(results(events)[0]) == {"count": 2, "skus": ["A-1"], "city": "Lyon", "note": None}
+    assert results(events)[1] == "error: Error executing tool fail: cannot do it: no stock"
+    assert [e["source"] for e in events if e["type"] == "taint"] == ["place_order"]  # results come from outside
+    assert events[-1]["type"] == "final"
+
+
+async def test_timeout_s_and_trust_in_javascripts_names(server):
+    (server.marks / "hang.cancelled").unlink(missing_ok=True)
+    docs = await listed(server.url, {"timeoutS": 1, "tools": ["hang"], "trust": {"taint": False}})
+    page = create_agent(ScriptedModel([calls(("hang", {})), final("gave up")]), {"tools": docs})
+    events = await views(page, "wait")
+    assert results(events) == ["error: timed out after 1 s"] and not [e for e in events if e["type"] == "taint"]
+    assert await server.mark("hang.cancelled")
+    guarded = await listed(server.url, {"tools": ["add"], "trust": {"taint": True, "guardWhenTainted": True}, "timeoutS": None})
+    made = create_agent(ScriptedModel([]), {"tools": guarded}).agent.tool_named("add")
+    assert made.trust["guard_when_tainted"] is True and made.timeout_s is None  # timeoutS: null, no limit
+
+
+async def test_a_description_renamed_in_javascript_is_the_tools_name(server):
+    (add,) = await listed(server.url, {"tools": ["add"]})
+    page = create_agent(ScriptedModel([calls(("sum", {"a": 2, "b": 3})), final("5")]), {"tools": [{**add, "name": "sum", "description": "Sum two integers."}]})
+    assert page.agent.tool_named("sum").description == "Sum two integers."
+    assert results(await views(page, "2 + 3?")) == ["5"]
+    assert create_agent(ScriptedModel([]), {"tools": [add]}).agent.tool_named("add").description == "Add two integers."  # the kept one unchanged
+
+
+@pytest.mark.parametrize(
+    ("options", "words"),
+    [
+        ({"timeout": 5}, "unknown mcpTools option(s) ['timeout']; known: ['headers', 'prefix', 'timeoutS', 'tools', 'trust']"),
+        ({"tools": lambda t: True}, "tools must be a list of the MCP tool names to keep (to keep by a rule, filter the array"),
+        ({"trust": {"guard": True}}, "unknown trust key(s) ['guard']"),
+        ({"tools": ["sub"]}, "offers no tool named 'sub'"),
+        ({"prefix": "Docs"}, "prefix must be lower-case letters"),
+    ],
+)
+async def test_bad_options_are_refused_naming_what_is_wrong(server, options, words):
+    with pytest.raises(AerixError) as e:
+        await listed(server.url, options)
+    assert e.value.kind == "options" and words in e.value.message
+
+
+@pytest.mark.parametrize(
+    ("tool", "words"),
+    [
+        ({"name": "x", "description": "X.", "mcp": {"aerixMcp": "never-listed"}}, "no MCP tool {'aerixMcp': 'never-listed'} here: give an agent what ai.mcpTools() of the same boot() gave"),
+        ({"name": "x", "description": "X.", "mcp": "add"}, "no MCP tool 'add' here"),
+        ({"name": "x", "description": "X.", "mcp": {"aerixMcp": "any"}, "input": {}}, "is an MCP tool (mcpTools): unknown key(s) ['input']"),
+    ],
+)
+def test_a_tool_that_is_not_what_mcp_tools_gave_is_refused(tool, words):
+    with pytest.raises(AerixError) as e:
+        create_agent(ScriptedModel([]), {"tools": [tool]})
+    assert e.value.kind == "options" and words in e.value.message
+
+
+async def test_a_bad_name_given_in_javascript_is_refused(server):
+    (add,) = await listed(server.url, {"tools": ["add"]})
+    with pytest.raises(AerixError) as e:
+        create_agent(ScriptedModel([]), {"tools": [{**add, "name": "Add Numbers"}]})
+    assert e.value.kind == "options" and "MCP tool 'add': a name must match" in e.value.message

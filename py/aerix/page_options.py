@@ -9,7 +9,8 @@ An agent of the page is named across the edge by a reference, ``{aerixAgent: id}
 web/handle.mjs's ``refOf(handle)`` gives for a handle ``ai.agent()`` made, in either mode):
 ``create_agent`` keeps each Agent it builds under the id its handle chose (``register_agent``)
 and :func:`agent_of` finds it again. A tool ``{name, description, agent: <reference>, trust}``
-(JavaScript's ``agent.asTool(...)``) is that Agent's ``as_tool``. :func:`js_tool` makes a
+(JavaScript's ``agent.asTool(...)``) is that Agent's ``as_tool``; a tool ``{name, description,
+mcp: {aerixMcp: id}}`` (``ai.mcpTools(...)``) the MCP tool ``aerix.page_mcp`` keeps. :func:`js_tool` makes a
 JavaScript function a tool from Python (code run by ``pyodide.runPython``).
 """
 

@@ -5,11 +5,16 @@ then keep the page up for a person to open.
 
 `make demo MODEL=general` runs it on aerix-general (made first by `make general-model`).
 DEMO_HOLD=0 exits after the run instead of serving until Ctrl-C.
+
+With PyPI's `mcp` installed (the test extra), it also starts the demo's MCP server
+(build/demo_mcp.py) and forwards `/mcp/library` to it: the page's "MCP tools" box connects there
+(`?mcp=/mcp/library` prefills it). It says which, and stops that server when it exits.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import sys
@@ -19,6 +24,7 @@ from pathlib import Path
 from aerix.cli import _printable  # the CLI's escaping of control characters
 
 from .chromium import launch
+from .demo_mcp import McpServer
 from .serve import serve
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -90,7 +96,47 @@ def line(ev: dict) -> str | None:
     return None
 
 
+MCP_NAME = "library"  # the page reaches the demo's MCP server as /mcp/library
+
+
+def start_mcp() -> McpServer | None:
+    """The demo's MCP server, if PyPI's `mcp` is here; says what it did either way."""
+    if importlib.util.find_spec("mcp") is None:
+        print(f"no MCP server: PyPI's mcp is not installed (pip install -e '.[test]'); the page's MCP box has nothing at /mcp/{MCP_NAME}")
+        return None
+    try:
+        server = McpServer()
+    except RuntimeError as e:
+        print(f"no MCP server: {e}", file=sys.stderr)
+        return None
+    print(f"MCP server build/demo_mcp.py at {server.url}, forwarded as /mcp/{MCP_NAME}")
+    return server
+
+
+def show_mcp(page) -> None:
+    """What the page's MCP box found at ?mcp= (demo-mcp.mjs), in a line."""
+    try:
+        page.wait_for_function("() => window.demo.mcp && window.demo.mcp.probed", timeout=60_000)
+    except Exception:
+        print("MCP box: the page did not answer whether it found the server")
+        return
+    found = page.evaluate("window.demo.mcp")
+    if found["error"]:
+        print(f"MCP box: {found['url']} did not answer: {found['error']}")
+    else:
+        print(f"MCP box: {found['url']} offers {', '.join(t['name'] for t in found['offered'])} (Connect gives them to the agent)")
+
+
 def main() -> int:
+    mcp = start_mcp()
+    try:
+        return demo(mcp)
+    finally:
+        if mcp:
+            mcp.stop()
+
+
+def demo(mcp: McpServer | None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--port", type=int, default=8642)
     ap.add_argument("--root", default=str(ROOT / "build" / "site"))
@@ -103,9 +149,10 @@ def main() -> int:
 
     from playwright.sync_api import sync_playwright
 
-    server, _ = serve(args.root, args.port)
+    server, _ = serve(args.root, args.port, **({"mcp": {MCP_NAME: mcp.url}} if mcp else {}))
     url = f"http://127.0.0.1:{server.server_address[1]}/"
-    page_url = url + (f"?model={args.model}" if args.model else "")
+    query = [f"model={args.model}"] * bool(args.model) + [f"mcp=/mcp/{MCP_NAME}"] * bool(mcp)
+    page_url = url + (f"?{'&'.join(query)}" if query else "")
     print(f"serving {args.root} at {url}")
     foreign: list[str] = []
     with sync_playwright() as p:
@@ -121,6 +168,8 @@ def main() -> int:
             return 1
         print(f"page ready in {time.monotonic() - started:.1f} s: {page.inner_text('#timings')}")
         print(page.inner_text("#model"))
+        if mcp:
+            show_mcp(page)
         page.fill("#prompt", args.prompt)
         clicked = time.monotonic()
         page.click("#run")
@@ -139,7 +188,7 @@ def main() -> int:
     if os.environ.get("DEMO_HOLD", "1") == "0":
         server.shutdown()
         return 0
-    print(f"\nThe demo page is up at {url} — open it in a browser. Ctrl-C to stop.")
+    print(f"\nThe demo page is up at {page_url} — open it in a browser. Ctrl-C to stop.")
     try:
         while True:
             time.sleep(3600)

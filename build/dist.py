@@ -59,7 +59,7 @@ RUNTIME_MODULES = (
     "store.mjs",  # IndexedDB store for durable runs
     "chat.mjs",  # chat(agent), re-exported by aerix.mjs
 )
-DEMO_FILES = ("index.html", "embed.html", "demo.mjs", "demo.css", "demo-picker.mjs", "demo-routing.mjs", "demo-trace.mjs", "demo-tools.mjs", "demo-tools.json")
+DEMO_FILES = ("index.html", "embed.html", "demo.mjs", "demo.css", "demo-mcp.mjs", "demo-picker.mjs", "demo-routing.mjs", "demo-trace.mjs", "demo-tools.mjs", "demo-tools.json")
 
 LOCK = "pyodide-lock.json"
 WHEELS = "wheels/"

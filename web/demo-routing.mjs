@@ -36,14 +36,21 @@ export function desks(aerix, { tools, channels, hooks, problems }) {
   // reload can resume them, and so does each conversation (conversationId): a reload reopens it.
   // A long chat is compacted into a digest (the bundled model was not trained to summarise). The
   // approval box is read at each call (hooks), so a waiting run keeps its gate.
-  function agentFor(constrain, desk = "travel") {
-    const key = `${desk}:${constrain ? "constrained" : "free"}`;
+  // `more`: the tools of an MCP server the page connected to (demo-mcp.mjs), beside the desk's
+  // five, in an agent (and a conversation) of their own, keyed by the connection.
+  /**
+   * @param {boolean} constrain
+   * @param {string} [desk]
+   * @param {{key: string, tools: object[]}|null} [more]
+   */
+  function agentFor(constrain, desk = "travel", more = null) {
+    const key = `${desk}:${constrain ? "constrained" : "free"}${more ? `:${more.key}` : ""}`;
     return once(key, () =>
       aerix.agent({
         name: desk,
         description: DESCRIPTIONS[desk],
         instructions: INSTRUCTIONS,
-        tools,
+        tools: more ? [...tools, ...more.tools] : tools,
         limits: LIMITS,
         generation: GREEDY,
         constrain,

@@ -5,6 +5,7 @@
 // Model panel (demo-picker.mjs) shows what the booted model is and boots another (?model=).
 // `window.demo` lets a headless browser drive it and read the transcript, the store and the model.
 import { boot, chat } from "./aerix.mjs";
+import { setUpMcp } from "./demo-mcp.mjs";
 import { BUNDLED, setUpPicker, showFacts } from "./demo-picker.mjs";
 import { desks } from "./demo-routing.mjs";
 import { drawTrace } from "./demo-trace.mjs";
@@ -75,6 +76,7 @@ const transcript = [];
  * @property {{type: string, source: string, target: string}|null} [handoff] the last prompt's `handoff` event
  * @property {object[]} [requests] with `?record=1`: every request sent to the engine (tests read them)
  * @property {object[]} [trace] the last run's trace as the Trace panel draws it (demo-trace.mjs's rows)
+ * @property {import("./demo-mcp.mjs").McpState} [mcp] the MCP box: the server named, its tools, those the agent has
  */
 /** @type {DemoState} */
 const demo = { ready: false, running: false, transcript, error: null, server: SERVER?.baseUrl ?? null, toasts: [], chat: null, model: null, progress: [] };
@@ -161,16 +163,20 @@ for (const [id, other] of [["route", "handoff"], ["handoff", "route"]]) {
 let sentTo = null; // the agent the last prompt went to
 let routed = null; // {scores, desk} of the last prompt, when it was routed
 let handed = null; // the `handoff` event of the last prompt, when the front desk handed it over
-demo.agent = () => sentTo ?? agentFor(input("constrain").checked);
+// The MCP box (demo-mcp.mjs): the tools of a server it connected to join the desk's for the next
+// prompts (not the front desk's: it has handoffs only), in an agent of their own.
+const mcp = setUpMcp(aerix, { own: tools.map((t) => t.name), query: params.get("mcp"), onChange: () => (sentTo = null) });
+demo.mcp = mcp.state;
+demo.agent = () => sentTo ?? agentFor(input("constrain").checked, "travel", mcp.current());
 
 /** The agent for a prompt: the front desk, the desk the scores pick (shown as a card), or travel. */
 async function agentForPrompt(prompt) {
   const constrain = input("constrain").checked;
   if (input("handoff").checked) return frontDesk(constrain);
-  if (!input("route").checked) return agentFor(constrain);
+  if (!input("route").checked) return agentFor(constrain, "travel", mcp.current());
   const { desk, scores } = await route(prompt);
   if (scores) demo.route = routed = { scores, desk };
-  return agentFor(constrain, desk);
+  return agentFor(constrain, desk, mcp.current());
 }
 
 // -- the log: drawn from the chat store's state ------------------------------------------------
@@ -215,7 +221,7 @@ function views(state) {
   const message = (m, i) => (m.role === "user" ? card(`m${i}`, "prompt", "You", m.text) : card(`m${i}`, "final", "Answer", m.text));
   state.messages.slice(0, lastPrompt + 1).forEach(message); // earlier turns of the conversation, then this run's prompt
   const { taint } = state;
-  const taintCard = () => card("taint", "taint", `Untrusted content · from ${taint.source}`, `The result of ${taint.at} came from outside: from now on a note waits for your approval.`);
+  const taintCard = () => card("taint", "taint", `Untrusted content · from ${taint.source}`, `The result of ${taint.at} came from outside${untrusted() ? ": from now on a note waits for your approval" : ""}.`);
   if (taint && !state.calls.some((c) => c.id === taint.at)) taintCard(); // an earlier run's
   const files = (callId) => {
     for (const a of state.artifacts.filter((x) => x.callId === callId)) card(`artifact:${a.id}`, "artifact", `File · ${a.filename ?? a.id}`, `${a.mediaType} · ${a.size} bytes`, { artifact: a });

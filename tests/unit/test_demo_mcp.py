@@ -67,3 +67,18 @@ async def test_a_book_is_checked_against_its_author(library):
     agent = Agent(model=ScriptedModel([calls(("lookup_book", {"book": {"title": "The Book of Tea", "author": "Le Guin"}})), final("no")]), tools=await mcp_tools(library.url))
     [(text, error)] = results(await collect(agent.run("The Book of Tea by Le Guin?")))
     assert error and "no book 'The Book of Tea' by Le Guin" in text
+
+
+async def test_through_the_proxy_make_demo_sets_up_the_page_lists_it_at_mcp_library(library, tmp_path):
+    from aerix.serve import serve
+    from build.demo import MCP_NAME
+
+    (tmp_path / "index.html").write_text("<!doctype html>")
+    site, _ = serve(tmp_path, 0, mcp={MCP_NAME: library.url})
+    try:
+        tools = await mcp_tools(f"http://127.0.0.1:{site.server_address[1]}/mcp/library")
+        agent = Agent(model=ScriptedModel([calls(("library_hours", {"branch": "central", "day": "Saturday"})), final("10 to 5")]), tools=tools)
+        assert results(await collect(agent.run("Central on Saturday?"))) == [("Central, Saturday 10:00-17:00", False)]
+    finally:
+        site.shutdown()
+        site.server_close()

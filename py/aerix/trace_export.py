@@ -92,8 +92,9 @@ class OtlpExporter:
         body = json.dumps(otlp_json(spans, self.service_name)).encode()
         response = await self._transport.send(Request("POST", self.url, {"content-type": "application/json", **self.headers}, body))
         try:
+            # read the (short) answer before closing: in the page, closing an unread body aborts the fetch
+            detail = (await response.aread(4096)).decode("utf-8", "replace")[:500]
             if response.status >= 300:
-                detail = (await response.aread(500)).decode("utf-8", "replace")
                 raise AerixError("engine", f"the OTLP endpoint {self.url} answered {response.status} {response.reason}: {detail}")
         finally:
             await response.aclose()

@@ -88,7 +88,9 @@ def test_the_demo_connects_to_an_mcp_server_and_its_agent_gets_the_tools(browser
         assert tools_in(page.evaluate(SCHEMA)) == DEMO_TOOLS
     finally:
         context.close()
-    assert traffic.foreign == [] and traffic.failed == [], (traffic.foreign, traffic.failed)
+    # the MCP client stops reading an answer's event stream once it has the answer: Chromium calls
+    # that ERR_ABORTED (docs/mcp.md); any other failure counts
+    assert traffic.foreign == [] and [f for f in traffic.failed if not ("/mcp/library" in f and "ERR_ABORTED" in f)] == [], traffic.failed
     assert any(u.endswith("/mcp/library") for u in traffic.urls)
 
 

@@ -144,7 +144,7 @@ def test_an_mcp_servers_tools_run_in_the_page_through_the_proxy(browser, site_wi
     finally:
         context.close()
     # (1) listing
-    assert [d["name"] for d in out["docs"]] == ["docs_place_order", "docs_fail", "docs_get_weather_now", "docs_seen_headers"]
+    assert [d["name"] for d in out["docs"]] == ["docs_place_order", "docs_get_weather_now", "docs_fail", "docs_seen_headers"]  # the server's order
     assert out["docs"][0]["description"] == "Place an order of several items." and all(isinstance(d["mcp"]["aerixMcp"], str) for d in out["docs"])
     assert "docs_place_order" in out["schema"] and "ship_to" in out["schema"] and "sku" in out["schema"]  # nested input, decoded under it
     # (2) nested input, the tool's error

@@ -95,12 +95,14 @@ def test_the_page_posts_each_runs_trace_as_otlp_json_through_its_origin(browser,
     page.on("request", traffic.on_request)
     page.on("requestfailed", traffic.on_failed)
     page.on("response", traffic.on_response)
+    posted: list[str] = []  # the page's posts of its trace that came back: closing before would abort one
+    page.on("requestfinished", lambda r: posted.append(r.url) if r.url.endswith("/v1/traces") else None)
     try:
         page.goto(f"{origin}/embed.html")
         out = page.evaluate(RUN, worker)
         deadline = time.monotonic() + 30  # the post goes out after the run's stop, in a task of its own
-        while not receiver.got and time.monotonic() < deadline:
-            time.sleep(0.1)
+        while not (receiver.got and posted) and time.monotonic() < deadline:
+            page.wait_for_timeout(100)  # not time.sleep: Playwright hands over the page's events while it waits
     finally:
         context.close()
     assert traffic.foreign == [] and traffic.failed == [], (traffic.foreign, traffic.failed)

@@ -88,7 +88,8 @@ class Tracer:
     also the prompt, the answer, each generation's text and each call's input and result
     (``gen_ai.input.messages``, ``gen_ai.output.messages``, ``gen_ai.tool.call.arguments``,
     ``gen_ai.tool.call.result``); without it, names, counts, times and outcomes only.
-    ``clock``: unix nanoseconds (for tests)."""
+    ``clock``: unix nanoseconds (for tests); the tracer's times never repeat or go back (a page's
+    clock may tick once a millisecond: spans keep the order they started in)."""
 
     def __init__(self, *, exporters: Sequence[Any] = (), content: bool = False, clock: Callable[[], int] | None = None) -> None:
         for exporter in exporters:
@@ -97,12 +98,17 @@ class Tracer:
         if not isinstance(content, bool):
             raise AerixError("options", f"content must be True or False, got {content!r}")
         self.exporters, self.content = tuple(exporters), content
-        self.clock = clock or time.time_ns
+        self._clock, self._last = clock or time.time_ns, 0
         self.failures: list[str] = []  # what an exporter raised, newest last
         self._pending: set[asyncio.Future[Any]] = set()
 
     def __repr__(self) -> str:
         return f"Tracer(exporters={[type(e).__name__ for e in self.exporters]}, content={self.content})"
+
+    def clock(self) -> int:
+        """Now, in unix nanoseconds, after every time given before."""
+        self._last = max(self._clock(), self._last + 1)
+        return self._last
 
     def new_id(self, digits: int) -> str:
         return secrets.token_hex(digits // 2)

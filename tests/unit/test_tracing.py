@@ -286,3 +286,17 @@ async def test_the_pages_tracer_option_posts_each_run_to_its_url():
     assert spans[0]["name"] == "invoke_agent helper" and any(a["key"] == "gen_ai.input.messages" for a in spans[0]["attributes"])
     with pytest.raises(AerixError, match="unknown tracer option"):
         agent_from_js(ScriptedModel([]), {"tracer": {"url": "/v1/traces", "sample": 1}})
+
+
+async def test_spans_keep_their_order_on_a_clock_that_ticks_once_a_millisecond(monkeypatch):
+    # the page's clock is coarse: spans started in one tick sorted before their elders (Pyodide run of make test)
+    import time
+
+    from aerix import tracing
+
+    now = time.time_ns()
+    monkeypatch.setattr(tracing.time, "time_ns", lambda: now)  # one tick for the whole run
+    await test_a_sub_agents_run_nests_under_the_calling_tools_span()
+    tracer = Tracer()
+    stamps = [tracer.clock() for _ in range(5)]
+    assert stamps == sorted(set(stamps)) and stamps[0] == now

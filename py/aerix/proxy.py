@@ -55,7 +55,7 @@ from urllib.parse import urlsplit
 from .engines.openai.redact import REDACTED, SecretForms, TextRedactor, clean_api_key, shown_url
 from .errors import AerixError, message_of
 
-__all__ = ["MAX_BODY", "PREFIX", "ROUTES", "Route", "Upstream", "forward", "problem", "request_refusal"]
+__all__ = ["MAX_BODY", "PREFIX", "ROUTES", "Route", "Upstream", "forward", "problem", "read_body", "request_refusal"]
 
 PREFIX = "/v1"
 ROUTES = {"/v1/models": "GET", "/v1/chat/completions": "POST"}
@@ -127,14 +127,8 @@ def forward(page: BaseHTTPRequestHandler, upstream: Upstream, route: Route | Non
         return
     body = None
     if page.command == "POST":
-        length = int(page.headers["Content-Length"])
-        try:
-            body = page.rfile.read(length)
-        except TimeoutError:  # aerix.serve reads a request by a deadline
-            problem(page, HTTPStatus.REQUEST_TIMEOUT, "the request's body did not arrive in time")
-            return
-        if len(body) < length:
-            problem(page, HTTPStatus.BAD_REQUEST, f"the request's body ended after {len(body)} of its {length} bytes")
+        body = read_body(page)
+        if body is None:
             return
     headers = {name: value for name in route.request_headers if (value := page.headers.get(name)) is not None}
     if upstream.key:
@@ -165,6 +159,21 @@ def _refusal(page: BaseHTTPRequestHandler, path: str, upstream: Upstream, route:
     if page.command not in route.methods:
         return HTTPStatus.METHOD_NOT_ALLOWED, f"{path} takes {' or '.join(route.methods)} only"
     return request_refusal(page, upstream.max_body)
+
+
+def read_body(page: BaseHTTPRequestHandler) -> bytes | None:
+    """The body of a request ``request_refusal`` let through (its Content-Length checked), or
+    ``None`` when it did not all come: the page has its problem then."""
+    length = int(page.headers["Content-Length"])
+    try:
+        body = page.rfile.read(length)
+    except TimeoutError:  # aerix.serve reads a request by a deadline
+        problem(page, HTTPStatus.REQUEST_TIMEOUT, "the request's body did not arrive in time")
+        return None
+    if len(body) < length:
+        problem(page, HTTPStatus.BAD_REQUEST, f"the request's body ended after {len(body)} of its {length} bytes")
+        return None
+    return body
 
 
 def request_refusal(page: BaseHTTPRequestHandler, max_body: int) -> tuple[HTTPStatus, str] | None:

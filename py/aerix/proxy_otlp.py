@@ -32,7 +32,7 @@ from urllib.parse import unquote, urlsplit
 
 from .engines.openai.redact import SecretForms, shown_url
 from .errors import AerixError, message_of
-from .proxy import MAX_BODY, problem, request_refusal
+from .proxy import MAX_BODY, problem, read_body, request_refusal
 
 __all__ = ["HEADERS_ENV", "TRACES_PATH", "Collector", "forward_traces", "otlp_headers"]
 
@@ -100,14 +100,8 @@ def forward_traces(page: BaseHTTPRequestHandler, collector: Collector) -> None:
     if refusal is not None:
         problem(page, *refusal)
         return
-    length = int(page.headers["Content-Length"])
-    try:
-        body = page.rfile.read(length)
-    except TimeoutError:  # aerix.serve reads a request by a deadline
-        problem(page, HTTPStatus.REQUEST_TIMEOUT, "the request's body did not arrive in time")
-        return
-    if len(body) < length:
-        problem(page, HTTPStatus.BAD_REQUEST, f"the request's body ended after {len(body)} of its {length} bytes")
+    body = read_body(page)
+    if body is None:
         return
     kind = (page.headers.get("Content-Type") or _TYPES[0]).split(";")[0].strip().lower()
     if kind not in _TYPES:

@@ -91,27 +91,40 @@ def run(port: int) -> None:
     server.run("streamable-http", host="127.0.0.1", port=port)
 
 
+def free_port() -> int:
+    """A loopback port free now."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def start_listening(args: list[str], port: int, what: str, *, cwd: Path | None = None, within_s: float = 30.0) -> "subprocess.Popen[bytes]":
+    """`args` in a subprocess, once it listens on loopback `port` (the tests' MCP servers start so
+    too); RuntimeError, the process killed, if it exits first (with its stderr's end) or does not
+    listen within `within_s`."""
+    process = subprocess.Popen(args, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + within_s
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"the {what} exited: {process.stderr.read().decode()[-2000:]}")  # type: ignore[union-attr]
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            return process
+        except OSError:
+            time.sleep(0.1)
+    process.kill()
+    process.wait(10)
+    process.stderr.close()  # type: ignore[union-attr]
+    raise RuntimeError(f"the {what} did not listen on port {port} within {within_s:g} s")
+
+
 class McpServer:
     """This server in a subprocess on a loopback port (0: a free one): its `url`, and `stop()`."""
 
     def __init__(self, port: int = 0, *, within_s: float = 30.0) -> None:
-        if port == 0:
-            with socket.socket() as s:
-                s.bind(("127.0.0.1", 0))
-                port = s.getsockname()[1]
+        port = port or free_port()
         self.url = f"http://127.0.0.1:{port}/mcp"
-        self.process = subprocess.Popen([sys.executable, "-m", "build.demo_mcp", "--port", str(port)], cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-        deadline = time.monotonic() + within_s
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise RuntimeError(f"the demo MCP server exited: {self.process.stderr.read().decode()[-2000:]}")  # type: ignore[union-attr]
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-                return
-            except OSError:
-                time.sleep(0.1)
-        self.stop()
-        raise RuntimeError(f"the demo MCP server did not listen on port {port} within {within_s:g} s")
+        self.process = start_listening([sys.executable, "-m", "build.demo_mcp", "--port", str(port)], port, "demo MCP server", cwd=ROOT, within_s=within_s)
 
     def stop(self) -> None:
         if self.process.poll() is None:

@@ -21,13 +21,12 @@ makes is to its own origin.
 from __future__ import annotations
 
 import json
-import socket
-import subprocess
 import sys
 import time
 from pathlib import Path
 
 import pytest
+from build.demo_mcp import free_port, start_listening
 from conftest import ROOT, SITE, open_page
 from test_state_page import ScriptedServer, calls, final, turn_by_script
 
@@ -54,23 +53,10 @@ class McpServer:
 
     def __init__(self, marks: Path) -> None:
         self.marks = marks
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            port = s.getsockname()[1]
+        port = free_port()
         self.url = f"http://127.0.0.1:{port}/mcp"
         script = ROOT / "tests" / "unit" / "mcp_server.py"
-        self.process = subprocess.Popen([sys.executable, str(script), str(port), "sse", str(marks)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise RuntimeError(f"the MCP test server exited: {self.process.stderr.read().decode()[-2000:]}")
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-                return
-            except OSError:
-                time.sleep(0.1)
-        self.stop()
-        raise RuntimeError("the MCP test server did not listen within 30 s")
+        self.process = start_listening([sys.executable, str(script), str(port), "sse", str(marks)], port, "MCP test server")
 
     def stop(self) -> None:
         if self.process.poll() is None:

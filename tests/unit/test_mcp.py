@@ -10,8 +10,6 @@ import asyncio
 import json
 import pathlib
 import re
-import socket
-import subprocess
 import sys
 import time
 
@@ -23,6 +21,7 @@ if sys.platform == "emscripten":
 pytest.importorskip("mcp", reason="the MCP server of these tests needs PyPI's mcp (pip install -e '.[test]')")
 
 from aerix import AerixError, Agent, mcp_tools, tool
+from build.demo_mcp import free_port, start_listening
 from aerix.stores import MemoryStore
 from aerix.testing import ScriptedModel
 
@@ -34,22 +33,9 @@ class Server:
 
     def __init__(self, mode: str, marks: pathlib.Path) -> None:
         self.marks = marks
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            self.port = s.getsockname()[1]
+        self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}/mcp"
-        self.process = subprocess.Popen([sys.executable, str(SERVER), str(self.port), mode, str(marks)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise RuntimeError(f"the MCP test server exited: {self.process.stderr.read().decode()[-2000:]}")
-            try:
-                socket.create_connection(("127.0.0.1", self.port), timeout=0.2).close()
-                return
-            except OSError:
-                time.sleep(0.1)
-        self.stop()
-        raise RuntimeError("the MCP test server did not listen within 30 s")
+        self.process = start_listening([sys.executable, str(SERVER), str(self.port), mode, str(marks)], self.port, "MCP test server")
 
     def stop(self) -> None:
         if self.process.poll() is None:

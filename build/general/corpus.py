@@ -33,10 +33,14 @@ from build.models import IM_END, IM_START, chatml
 from .families import Family, Runtime, aerix_tools, make_families
 from .tasks import MIX, Task, make_task
 
-__all__ = ["SEED", "SEEDS", "SPLITS", "INSTRUCTIONS", "Teacher", "converse", "render", "generate", "main"]
+__all__ = ["SEED", "SEEDS", "MIXES", "SPLITS", "INSTRUCTIONS", "Teacher", "converse", "render", "generate", "main"]
 
 SEED = 1  # the default seed: run A's corpus
 SEEDS = (1, 2)  # the corpora the committed adapter was trained on: run A's, then run B's (TRAINING.md)
+# a seed's kinds' shares where they are not tasks.MIX: run C's corpus has fewer near misses (run B
+# refused requests that reach a tool indirectly) and more calls of several tools
+MIXES = {3: {"single": 0.22, "parallel": 0.16, "multiple": 0.19, "irrelevant": 0.11, "near_miss": 0.07, "error": 0.09,
+             "two_requests": 0.16}}
 SPLITS = {"train": 0.90, "val_family": 0.05, "val_phrasing": 0.05}
 INSTRUCTIONS_SHARE = 0.4  # conversations whose agent has instructions (BFCL's have none)
 INSTRUCTIONS = ("You are a helpful assistant.", "Use the tools when they fit; otherwise answer directly.",
@@ -163,8 +167,9 @@ def _pick(rng: random.Random, weights: dict[str, float]) -> str:
 
 
 def generate(seed: int, count: int, mix: dict[str, float] | None = None, splits: dict[str, float] | None = None) -> list[dict[str, Any]]:
-    """``count`` records, deterministic from ``seed``."""
-    mix, splits = mix or MIX, splits or SPLITS
+    """``count`` records, deterministic from ``seed`` (the kinds' shares: ``mix``, else the seed's
+    in :data:`MIXES`, else :data:`build.general.tasks.MIX`)."""
+    mix, splits = mix or MIXES.get(seed, MIX), splits or SPLITS
     families = make_families(seed)
     pools = {"train": [f for f in families if f.split == "train"], "val_family": [f for f in families if f.split == "val_family"]}
     rng = random.Random(seed)
@@ -227,7 +232,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=SEED)
     ap.add_argument("--count", type=int, default=5000)
     ap.add_argument("--mix", type=_shares, default=None, metavar="KIND=SHARE,...",
-                    help=f"the kinds' shares (default {','.join(f'{k}={v}' for k, v in MIX.items())}); kinds left out get none")
+                    help=f"the kinds' shares (default: the seed's in MIXES, else {','.join(f'{k}={v}' for k, v in MIX.items())}); "
+                         "kinds left out get none")
     args = ap.parse_args(argv)
     t0 = time.perf_counter()
     records = generate(args.seed, args.count, mix=args.mix)

@@ -7,6 +7,7 @@ import inspect
 import pytest
 
 from helpers import run_coroutine
+from pg_server import postgres, postgres_dsn  # noqa: F401  (fixtures: a throwaway PostgreSQL, tests/unit/pg_server.py)
 
 
 @pytest.hookimpl(tryfirst=True)

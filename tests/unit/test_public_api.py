@@ -35,7 +35,7 @@ def test_one_event_vocabulary_per_seam():
 
 
 def test_every_module_declares_all_and_it_resolves():
-    for name in ("abort", "agent", "artifacts", "calls", "channels", "choose", "compaction", "conversations", "digest", "durable", "durable.book", "durable.lifecycle", "durable.record", "errors", "eval_matchers", "eval_report", "evals", "events", "fields", "handoffs", "input_types", "input_view", "inputs", "limits", "loop", "mcp", "mcp_client", "model", "output", "patterns", "proxy", "proxy_mcp", "serve", "sizes", "state", "stores", "stores.contract", "stores.sqlite", "subagents", "testing", "tools", "trace_export", "trace_spans", "tracing", "trust", "turn", "turn_format"):
+    for name in ("abort", "agent", "artifacts", "calls", "channels", "choose", "compaction", "conversations", "digest", "durable", "durable.book", "durable.lifecycle", "durable.record", "errors", "eval_matchers", "eval_report", "evals", "events", "fields", "handoffs", "input_types", "input_view", "inputs", "limits", "loop", "mcp", "mcp_client", "model", "output", "patterns", "proxy", "proxy_mcp", "serve", "sizes", "state", "stores", "stores.contract", "stores.postgres", "stores.sqlite", "subagents", "testing", "tools", "trace_export", "trace_spans", "tracing", "trust", "turn", "turn_format"):
         module = importlib.import_module(f"aerix.{name}")
         assert module.__all__, name
         for symbol in module.__all__:
@@ -50,12 +50,13 @@ def test_the_readme_example_names_exist():
 def test_the_stores_package_hands_on_every_store():
     # issue 28: SQLiteStore was importable only from aerix.stores.sqlite
     import aerix.stores
-    from aerix.stores import IndexedDBStore, MemoryStore, SQLiteStore
+    from aerix.stores import IndexedDBStore, MemoryStore, PostgresStore, SQLiteStore
     from aerix.stores.indexeddb import IndexedDBStore as FromIndexedDB
+    from aerix.stores.postgres import PostgresStore as FromPostgres
     from aerix.stores.sqlite import SQLiteStore as FromSQLite
 
-    assert (SQLiteStore, IndexedDBStore) == (FromSQLite, FromIndexedDB)
-    assert {"MemoryStore", "SQLiteStore", "IndexedDBStore"} <= set(aerix.stores.__all__)
+    assert (SQLiteStore, IndexedDBStore, PostgresStore) == (FromSQLite, FromIndexedDB, FromPostgres)
+    assert {"MemoryStore", "SQLiteStore", "IndexedDBStore", "PostgresStore"} <= set(aerix.stores.__all__)
     assert MemoryStore.__module__ == "aerix.stores"
     with pytest.raises(AttributeError, match="no attribute 'NoStore'"):
         aerix.stores.NoStore  # noqa: B018
@@ -63,9 +64,9 @@ def test_the_stores_package_hands_on_every_store():
 
 @pytest.mark.skipif(sys.platform == "emscripten", reason="no subprocesses in Pyodide")
 def test_importing_the_stores_package_loads_neither_sqlite3_nor_the_page_store():
-    # sqlite3 is a package Pyodide loads apart, and the IndexedDB store talks to the page:
-    # both are imported when first named, not with aerix.stores.
-    code = "import sys, aerix, aerix.stores; print(sorted(m for m in ('sqlite3', 'aerix.stores.sqlite', 'aerix.stores.indexeddb') if m in sys.modules))"
+    # sqlite3 is a package Pyodide loads apart, the IndexedDB store talks to the page, and psycopg
+    # is an optional extra Pyodide never has: each is imported when first named, not with aerix.stores.
+    code = "import sys, aerix, aerix.stores; print(sorted(m for m in ('sqlite3', 'aerix.stores.sqlite', 'aerix.stores.indexeddb', 'aerix.stores.postgres', 'psycopg') if m in sys.modules))"
     env = {**os.environ, "PYTHONPATH": str(Path(aerix.__file__).parents[1])}
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60, check=True)
     assert out.stdout.strip() == "[]"

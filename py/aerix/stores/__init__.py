@@ -83,9 +83,10 @@ live apart from run records: a checkpoint never holds their bytes.
 
 Implementations, each importable from here: :class:`MemoryStore` (here), ``SQLiteStore``
 (:mod:`aerix.stores.sqlite`; CPython and Pyodide), ``IndexedDBStore``
-(:mod:`aerix.stores.indexeddb`; the page). The last two are imported when first named (module
-``__getattr__``), so importing this package loads neither ``sqlite3`` (a package Pyodide loads
-apart) nor the page's store. Every one passes :mod:`aerix.stores.contract`, which you can run on
+(:mod:`aerix.stores.indexeddb`; the page), ``PostgresStore`` (:mod:`aerix.stores.postgres`;
+CPython with the ``postgres`` extra: many processes and machines on one database). The last
+three are imported when first named (module ``__getattr__``), so importing this package loads
+neither ``sqlite3`` (a package Pyodide loads apart), the page's store, nor psycopg. Every one passes :mod:`aerix.stores.contract`, which you can run on
 a store of your own.
 """
 
@@ -99,13 +100,14 @@ from ..errors import AerixError
 
 if TYPE_CHECKING:
     from .indexeddb import IndexedDBStore
+    from .postgres import PostgresStore
     from .sqlite import SQLiteStore
 
-__all__ = ["IndexedDBStore", "MemoryStore", "SQLiteStore", "STATE_ITEM_METHODS", "STORE_METHODS", "Store", "check_store", "has_state_items"]
+__all__ = ["IndexedDBStore", "MemoryStore", "PostgresStore", "SQLiteStore", "STATE_ITEM_METHODS", "STORE_METHODS", "Store", "check_store", "has_state_items"]
 
 
 def __getattr__(name: str) -> Any:
-    """``SQLiteStore`` and ``IndexedDBStore``, imported from their modules when first asked for."""
+    """``SQLiteStore``, ``IndexedDBStore`` and ``PostgresStore``, imported from their modules when first asked for."""
     if name == "SQLiteStore":
         from .sqlite import SQLiteStore
 
@@ -114,6 +116,10 @@ def __getattr__(name: str) -> Any:
         from .indexeddb import IndexedDBStore
 
         return IndexedDBStore
+    if name == "PostgresStore":
+        from .postgres import PostgresStore
+
+        return PostgresStore
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 

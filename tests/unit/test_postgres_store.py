@@ -236,6 +236,23 @@ async def test_an_unreachable_server_or_a_refused_login_is_a_store_error_naming_
         await store.close()
 
 
+async def test_a_connection_the_server_ended_is_a_store_error_then_replaced(postgres, postgres_dsn):
+    # a failover or a restart ends every session: the call on the dead connection is a store
+    # error (the lease keeper tries again), and the next call connects anew
+    (store,) = stores(postgres_dsn, 1, connections=1)
+    try:
+        await store.create_run({"id": "r1", "created_at": 1.0})
+        with postgres.connect() as conn:
+            ended = conn.execute("select pg_terminate_backend(pid) from pg_stat_activity where datname = %s", (postgres_dsn.rsplit("/", 1)[1],)).fetchall()
+        assert ended == [(True,)]
+        with pytest.raises(AerixError) as e:
+            await store.get_run("r1")
+        assert e.value.kind == "store" and "get_run failed" in e.value.message
+        assert await store.get_run("r1") == {"id": "r1", "created_at": 1.0}
+    finally:
+        await store.close()
+
+
 async def test_what_jsonb_cannot_keep_is_a_store_error_naming_it(postgres_dsn):
     (store,) = stores(postgres_dsn, 1)
     try:

@@ -50,6 +50,7 @@ import json
 import re
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any, AsyncIterator
+from urllib.parse import unquote
 
 from ..errors import AerixError
 
@@ -62,7 +63,7 @@ MIGRATIONS: tuple[str, ...] = (
     # 1: runs, effects, leases, artifacts, agent state and state items
     """
     create table aerix.runs (
-        id text primary key,
+        id text collate "C" primary key,
         idempotency_key text unique,
         created_at double precision not null,
         rev bigint not null default 0,
@@ -405,8 +406,8 @@ def _scrub(text: str, dsn: str) -> str:
     """``text`` with any password of ``dsn`` in it replaced by ``***``."""
     for pattern in _PASSWORDS:
         for secret in pattern.findall(dsn):
-            if secret:
-                text = text.replace(secret, "***").replace(secret.strip("'"), "***")
+            for form in {secret, secret.strip("'"), unquote(secret)} - {""}:
+                text = text.replace(form, "***")
     return text
 
 

@@ -139,7 +139,6 @@ class PostgresStore:
         self.where = _where(dsn)  # parses the DSN: a bad one is a store error now, not at first use
         self._pool: _Pool | None = None
         self._ready = False
-        self._closed = False
 
     def __repr__(self) -> str:
         return f"PostgresStore({self.where!r})"

@@ -91,6 +91,7 @@ class Worker:
         self.going: dict[str, asyncio.Task[None]] = {}  # run id -> its execution
         self._busy: set[int] = set()  # slots executing a run
         self._refused: dict[str, int] = {}  # run id -> the revision its resume was refused at
+        self._keys: dict[str, str] = {}  # run id going -> its concurrency key
         self._wake = asyncio.Event()
 
     def _slot(self, factory: Callable[[Any], Any], i: int, lease_s: float) -> Agent:
@@ -164,6 +165,8 @@ class Worker:
             free.pop(0)
             self._busy.add(slot)
             self.say(_STATE_OF[listed.status], listed.id, **{"from": listed.status, "holder": dead})
+            if listed.concurrency_key:
+                self._keys[listed.id] = listed.concurrency_key
             self.going[listed.id] = asyncio.ensure_future(self._execute(slot, *taken))
             began += 1
         return began
@@ -179,15 +182,20 @@ class Worker:
             record = RunRecord.from_dict(data)
         except AerixError:
             return None  # corrupt: runs() lists it so
-        if not self._wanted(record):
-            return None
+        key = record.concurrency_key
+        if not self._wanted(record) or key and (key in self._keys.values() or await self._live(f"key:{key}")):
+            return None  # not ours, or another run of its concurrency key is going
         if record.status != "running":
             return record, None
-        name = f"run:{record.id}"
-        lease = await use_store("get_lease", lambda: self.store.get_lease(name), (dict, type(None)))
+        lease = await self._live(f"run:{record.id}", expired_too=True)
         if lease is not None and lease["expires_at"] > self.agents[0].clock():
             return None  # executing elsewhere
         return record, None if lease is None else str(lease["holder"])
+
+    async def _live(self, name: str, expired_too: bool = False) -> dict[str, Any] | None:
+        """The lease ``name`` if it is live (or, with ``expired_too``, held at all)."""
+        lease: dict[str, Any] | None = await use_store("get_lease", lambda: self.store.get_lease(name), (dict, type(None)))
+        return lease if lease is not None and (expired_too or lease["expires_at"] > self.agents[0].clock()) else None
 
     def _wanted(self, record: RunRecord) -> bool:
         """Whether the run is this worker's to execute, its lease aside."""
@@ -232,6 +240,7 @@ class Worker:
             await lease.give_back()  # resume gave it back already, unless it never began
             self.say("released", record.id)
             self.going.pop(record.id, None)
+            self._keys.pop(record.id, None)
             self._busy.discard(slot)
             self._wake.set()
 

@@ -30,6 +30,8 @@ from aerix.worker import Worker, parse_line
 
 ROOT = Path(__file__).resolve().parents[2]
 needs_processes = pytest.mark.skipif(IN_PYODIDE, reason="no processes, signals or file locks in Pyodide")
+# the command calls asyncio.run, which Pyodide's running loop refuses; the command is for servers
+needs_cpython = pytest.mark.skipif(IN_PYODIDE, reason="python -m aerix worker is for CPython: asyncio.run under Pyodide's running loop")
 
 
 class Clock:
@@ -176,6 +178,20 @@ async def test_drain_stops_the_run_at_its_next_checkpoint_and_gives_its_lease_ba
     assert sorted(APPLIED) == ["s/1", "s/2", "s/3", "s/4"]
 
 
+async def test_runs_of_one_concurrency_key_go_one_at_a_time():
+    store = MemoryStore()
+    api = factory(store)
+    ids = [(await api.start(f"tag=k{i} steps=2 sleep=0.02", concurrency_key="account-7")).id for i in range(2)]
+    lines: list[str] = []
+    worker = Worker(store, factory, concurrency=2, log=lines.append)
+    assert await worker.poll() == 1  # the second waits for the key, untouched
+    assert await worker.poll() == 0
+    await worker.idle()
+    assert await worker.poll() == 1
+    await worker.idle()
+    assert [states(lines, i) for i in ids] == [["taken", "ended", "released"]] * 2
+
+
 async def test_of_workers_polling_at_once_exactly_one_takes_a_run():
     store = MemoryStore()
     await factory(store).start("tag=one")
@@ -214,6 +230,7 @@ async def test_two_workers_on_one_sqlite_file_share_the_runs_never_one_run_at_on
 # -- the command ---------------------------------------------------------------------------------
 
 
+@needs_cpython
 @pytest.mark.parametrize(
     "options, said",
     [
@@ -239,6 +256,7 @@ def test_bad_options_are_said_plainly_with_exit_status_2(options, said, tmp_path
     assert err.startswith("aerix worker: ") and said in err
 
 
+@needs_cpython
 def test_a_postgres_url_needs_the_postgres_store(tmp_path, capsys):
     if hasattr(aerix.stores, "PostgresStore"):
         pytest.skip("this aerix has PostgresStore: the Postgres worker tests cover it")

@@ -5,7 +5,8 @@ A run's prompt is its script, e.g. ``"tag=r1 steps=3 sleep=0.1 approve=1"``: ``s
 the effect tool ``step`` (one per turn), each taking ``sleep`` seconds, then a final answer;
 ``approve=1``: the first step asks a person first (``ctx.approve``). A step's effect key is
 ``<tag>/<n>`` (``effect_key``). Each application is written down as it happens: a line
-``<effect key> <pid>`` in ``<store file>.effects`` for a SQLiteStore on a file, else in
+``<effect key> <pid>`` in $AERIX_TEST_LEDGER when set, in ``<store file>.effects`` for a
+SQLiteStore on a file, else in
 :data:`APPLIED` (a store in memory, this process); ``already_applied`` looks there, so an effect
 whose record a crash cut off is not applied again.
 """
@@ -20,6 +21,7 @@ from aerix import Agent, tool
 from aerix.testing import ScriptedModel
 
 APPLIED: list[str] = []  # effect keys applied in this process, for stores in memory
+LEDGER_ENV = "AERIX_TEST_LEDGER"  # a ledger file for a store without a file of its own (PostgreSQL), shared by processes
 
 
 def script_of(prompt: str) -> dict:
@@ -42,7 +44,7 @@ class Ledger:
 
     def __init__(self, store) -> None:
         path = getattr(store, "path", None)
-        self.path = None if path in (None, ":memory:") else f"{path}.effects"
+        self.path = os.environ.get(LEDGER_ENV) or (None if path in (None, ":memory:") else f"{path}.effects")
 
     def keys(self) -> list[str]:
         if self.path is None:

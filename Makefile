@@ -125,6 +125,18 @@ bfcl: build chromium smollm2 general-model llama-server bfcl-data
 gpu-check: build chromium smollm2
 	$(PY) -m build.gpu_check
 
+# Chaos, measured (issue 32): N `python -m aerix worker` processes on one store execute M durable
+# runs with effect tools and approvals while a random worker is killed (SIGKILL) every few seconds
+# and started again; checks every run has one ending, no effect applied twice, no run lost, and
+# prints runs/min and the recovery time after a kill (bench/chaos.py). The store: a throwaway
+# PostgreSQL when installed, else a SQLite file; CHAOS_ARGS, e.g. "--store postgresql://... --seed 2".
+CHAOS_WORKERS ?= 4
+CHAOS_RUNS ?= 200
+CHAOS_ARGS ?=
+.PHONY: chaos
+chaos: .venv/.installed
+	PYTHONPATH=py $(PY) -m bench.chaos --workers $(CHAOS_WORKERS) --runs $(CHAOS_RUNS) $(CHAOS_ARGS)
+
 # -- tests -------------------------------------------------------------------------------
 
 test: lint test-unit test-js test-pyodide test-e2e

@@ -23,7 +23,7 @@ from .compaction import Compaction, check_prompt_room
 from .conversations import KeptConversation
 from .errors import AerixError
 from .events import End, Event, Final, Interrupted, Waiting
-from .limits import Hooks, Limits
+from .limits import Hooks, Limits, check_generation
 from .loop import Loop, Memory
 from .state import Conversation, LoopState
 from .stores import Store, check_store
@@ -38,7 +38,6 @@ from .turn_format import TurnFormat
 __all__ = ["Agent", "Answer"]
 
 _CLEAN_UP_TICKS = 20  # event-loop turns a new run waits for an abandoned run's clean-up
-_RESERVED = frozenset({"messages", "stream", "max_tokens", "response_format", "signal", "abortSignal", "constraint"})
 
 
 @dataclass(frozen=True)
@@ -117,7 +116,7 @@ class Agent:
         self.limits = Limits.of(limits)
         self.compaction = Compaction.of(compaction)
         self.hooks = Hooks.of(hooks)
-        self.generation = _check_generation(generation)
+        self.generation = check_generation(generation)
         if not isinstance(constrain, bool):
             raise AerixError("options", f"constrain must be True or False, got {constrain!r}")
         if store is not None:
@@ -363,6 +362,13 @@ class Agent:
             raise AerixError("options", f"approved must be True or False, got {approved!r}")
         return self._watch(runs.answer_and_resume(run_id, approval_id, approved, reason, signal, who))
 
+    async def answer(self, run_id: str, approval_id: str, approved: bool, reason: str | None = None, *, approver: Invoker | dict[str, Any] | None = None) -> RunRecord:
+        """Answer an approval as ``approve`` does, without continuing the run: it stays ``waiting``
+        with its answer until an executor resumes it (``resume``, or a worker: :mod:`aerix.worker`)."""
+        if not isinstance(approved, bool):
+            raise AerixError("options", f"approved must be True or False, got {approved!r}")
+        return await self._durable().answer(run_id, approval_id, approved, reason, Invoker.of(approver))
+
     async def get_run(self, run_id: str) -> RunRecord | None:
         return await self._durable().get(run_id)
 
@@ -436,14 +442,3 @@ def _check_key(key: Any) -> None:
 def _check_prompt(prompt: Any) -> None:
     if not isinstance(prompt, str) or not prompt.strip():
         raise AerixError("options", f"prompt must be a non-empty string, got {prompt!r}")
-
-
-def _check_generation(generation: Any) -> dict[str, Any]:
-    if generation is None:
-        return {}
-    if not isinstance(generation, dict) or not all(isinstance(k, str) for k in generation):
-        raise AerixError("options", f"generation must be a dict of settings, got {type(generation).__name__}")
-    clash = sorted(_RESERVED & set(generation))
-    if clash:
-        raise AerixError("options", f"generation cannot set {clash}: aerix sets these (max_tokens is Limits.max_tokens)")
-    return dict(generation)

@@ -3,6 +3,7 @@
     python -m aerix run --base-url http://127.0.0.1:8080/v1 --model qwen "Umbrella for Lisbon?"
     python -m aerix run --base-url ... --model ... --json "..."     # one JSON event per line
     python -m aerix serve --root build/site --proxy http://127.0.0.1:8080/v1   # aerix.serve
+    python -m aerix worker --store postgresql://... --agent myapp:make_agent   # aerix.worker_cli
 
 The model's text streams as it comes; every other event is a line of its own. Control
 characters from the model (ESC, CR, BEL, DEL, C1...; all but newline and tab) are printed as
@@ -31,6 +32,7 @@ from .engines.openai import OpenAIModel
 from .errors import AerixError
 from .events import Event
 from .serve import KEY_ENV, arguments, command
+from .worker_cli import arguments as worker_arguments, command as worker_command
 
 __all__ = ["main", "parser", "run_command"]
 
@@ -42,13 +44,15 @@ _ABOUT = """\
 aerix: an agent runtime. A Python turn loop that runs in the web page (Pyodide) and on CPython;
 here, on CPython, it drives a model on an OpenAI-compatible server (llama.cpp's llama-server,
 vLLM, ...) and streams the run's events to the terminal (`run`), or serves the page with a
-proxy to such a server that holds its API key, so the page holds none (`serve`)."""
+proxy to such a server that holds its API key, so the page holds none (`serve`), or executes the
+durable runs of a store beside other workers (`worker`)."""
 
 _EXAMPLES = """\
 examples:
   python -m aerix run --base-url http://127.0.0.1:8080/v1 --model qwen "Umbrella for Lisbon?"
   AERIX_PROXY_KEY=sk-... python -m aerix serve --root build/site --proxy https://api.example/v1
 
+`python -m aerix worker --store URL --agent module:factory` executes durable runs (docs/server.md).
 `python -m aerix COMMAND --help` lists a command's options. `run`'s exit status: 0 on a final
 answer, 1 on any other ending, 130 when aborted (Ctrl-C), 2 on bad arguments. `run` needs httpx:
 pip install 'aerix[openai]'; `serve` needs nothing more."""
@@ -85,6 +89,14 @@ def parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     arguments(serving)
+    working = commands.add_parser(
+        "worker",
+        help="execute the durable runs of a store, beside other workers",
+        description="Execute the durable runs of a store: queued runs, interrupted ones, answered approvals, and\nruns whose executor died (its lease expired). Several workers on one store share the work.\nSIGTERM or SIGINT drains: the run going stops at its next checkpoint, its lease given back.",
+        epilog="example:\n  python -m aerix worker --store sqlite:///runs.sqlite3 --agent myapp.agents:make_agent --concurrency 2",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    worker_arguments(working)
     return top
 
 
@@ -175,6 +187,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser().parse_args(argv)
     if args.command == "serve":
         return command(args)
+    if args.command == "worker":
+        return worker_command(args)
     try:
         return asyncio.run(_main(args))
     except AerixError as e:  # a bad option: the developer's mistake, said plainly

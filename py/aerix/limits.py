@@ -16,7 +16,9 @@ from .errors import AerixError, describe
 from .fields import nests_deeper
 from .turn import MAX_DEPTH
 
-__all__ = ["HookFailed", "Hooks", "Limits"]
+__all__ = ["HookFailed", "Hooks", "Limits", "check_generation"]
+
+_RESERVED = frozenset({"messages", "stream", "max_tokens", "response_format", "signal", "abortSignal", "constraint"})
 
 
 def _count(name: str, value: Any, *, minimum: int, optional: bool) -> None:
@@ -204,3 +206,15 @@ def _known_keys(what: str, cls: type, value: Any) -> dict[str, Any]:
     if unknown:
         raise AerixError("options", f"unknown {what} option(s) {unknown}; known: {sorted(known)}")
     return dict(value)
+
+
+def check_generation(generation: Any) -> dict[str, Any]:
+    """``Agent(generation=...)``: engine settings as a dict, none of those aerix sets itself."""
+    if generation is None:
+        return {}
+    if not isinstance(generation, dict) or not all(isinstance(k, str) for k in generation):
+        raise AerixError("options", f"generation must be a dict of settings, got {type(generation).__name__}")
+    clash = sorted(_RESERVED & set(generation))
+    if clash:
+        raise AerixError("options", f"generation cannot set {clash}: aerix sets these (max_tokens is Limits.max_tokens)")
+    return dict(generation)

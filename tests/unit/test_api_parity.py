@@ -52,6 +52,8 @@ PYTHON_ONLY_AGENT = {
     "schema_for",
     # the page calls it itself when it goes away (runtime.mjs, on pagehide)
     "interrupt",
+    # records an approval's answer for a worker process to continue the run (aerix.worker); a page is its own executor: approve
+    "answer",
     # handoffs (aerix.handoffs): JS passes `handoffs` and `description` as options and holds them; the
     # agent a conversation was handed to is the last `handoff` event's `target`; the tool map is derived
     "handoffs", "description", "named", "active", "handoff_tools",

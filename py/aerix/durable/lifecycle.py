@@ -262,6 +262,22 @@ class Runs:
     async def answer_and_resume(
         self, run_id: str, approval_id: str, approved: bool, reason: str | None, signal: Any, approver: Invoker | None
     ) -> AsyncGenerator[Event, None]:
+        lease, record = await self.record_answer(run_id, approval_id, approved, reason, approver)
+        async with aclosing(self.resume(run_id, signal, lease=lease, record=record)) as events:
+            async for ev in events:
+                yield ev
+
+    async def answer(self, run_id: str, approval_id: str, approved: bool, reason: str | None, approver: Invoker | None) -> RunRecord:
+        """Record the answer and leave the run ``waiting`` with it, for an executor (a worker's
+        poll, or ``resume``) to continue."""
+        lease, record = await self.record_answer(run_id, approval_id, approved, reason, approver)
+        await lease.give_back()
+        return record
+
+    async def record_answer(
+        self, run_id: str, approval_id: str, approved: bool, reason: str | None, approver: Invoker | None
+    ) -> tuple[Lease, RunRecord]:
+        """Record an answer under the run's lease; the lease, still held, and the record as saved."""
         lease = await self.take_run(run_id)  # one answer: whoever holds the run reads and records it
         try:
             record = await self.load(run_id)
@@ -283,9 +299,7 @@ class Runs:
         except BaseException:
             await lease.give_back()
             raise
-        async with aclosing(self.resume(run_id, signal, lease=lease, record=record)) as events:
-            async for ev in events:
-                yield ev
+        return lease, record
 
     async def get(self, run_id: str) -> RunRecord | None:
         data = await use_store("get_run", lambda: self.store.get_run(run_id), (dict, type(None)))

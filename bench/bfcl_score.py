@@ -71,9 +71,8 @@ class BfclCheck:
     make into an agent (``unexpressed``, ``unconverted`` in ``harness``) has no run and fails
     so. ``verdict`` keeps the last verdict, for the record."""
 
-    __name__ = "bfcl"
-
     def __init__(self, category: str, entry: dict[str, Any], answer: list[Any] | None, checker: Checker, harness: dict[str, Any]) -> None:
+        self.__name__ = "bfcl"  # the check's name in the report
         self.category, self.entry, self.answer, self.checker, self.harness = category, entry, answer, checker, harness
         self.verdict: dict[str, Any] | None = None
 

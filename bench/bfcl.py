@@ -8,9 +8,12 @@ Each question is one fresh ``aerix.Agent`` whose tools are the question's functi
 (``bench/bfcl_agent.py``: BFCL's names mapped to aerix's pattern and back, parameters as JSON
 Schema), on a GGUF served natively by the ``llama-server`` the tests compile
 (``build/llama_server.py``), through ``aerix.OpenAIModel``: the same turn schema the page sends,
-greedy (temperature 0). The first accepted turn is kept and the run stopped there: no tool
-runs. Its calls, in BFCL's format and names, are scored by BFCL's own AST checker, imported
-from the pinned wheel (``bench/bfcl_data.py``, ``bench/bfcl_score.py``).
+greedy (temperature 0). Each question is an ``aerix.evals`` case run by ``evals.run`` (its
+agent the factory's) with ``stop_after="turn"``: the first accepted turn is kept and the run
+stopped there, so no tool runs. Its calls, in BFCL's format and names, are scored by BFCL's own
+AST checker, imported from the pinned wheel (``bench/bfcl_data.py``), as the case's check
+``bfcl`` through ``evals.score``; each category's right answers are its ``evals.Report``'s
+(``bench/bfcl_score.py``).
 
 Without ``--model``: SmolLM2-135M-Instruct Q4_1 and Q8_0 and the bundled model, from the built
 site's models/ (``make smollm2``). ``--limit``: the first N questions of each category (0: all).
@@ -45,7 +48,8 @@ from typing import Any, Callable
 
 from bench import bfcl_agent, bfcl_data
 from build.dist import sha256
-from bench.bfcl_score import summary, table, verdict
+from aerix import evals
+from bench.bfcl_score import scored as scored_case, summary, table
 
 ROOT = Path(__file__).resolve().parent.parent
 SITE = ROOT / "build" / "site"
@@ -103,8 +107,12 @@ class RunLog:
 # -- one question ----------------------------------------------------------------------------------
 
 
-def scored(record: dict[str, Any], entry: dict[str, Any], answers: dict[str, Any], checker: Any) -> dict[str, Any]:
-    return record | verdict(record["category"], entry, answers.get(entry["id"]), record, checker)
+Scored = tuple[dict[str, Any], evals.CaseResult]  # a record with its verdict, and its evals result
+
+
+def scored(record: dict[str, Any], entry: dict[str, Any], answers: dict[str, Any], checker: Any) -> Scored:
+    """The logged record through its evals case (bfcl_score.scored): the record with its verdict, and the case's result."""
+    return scored_case(record, entry, answers.get(entry["id"]), checker)
 
 
 # -- natively, on llama-server ---------------------------------------------------------------------
@@ -155,7 +163,7 @@ class NativeServer:
 
 
 def run_native(todo: list[tuple[str, dict[str, Any]]], model_path: Path, name: str, args: argparse.Namespace,
-               runs: RunLog, score: Callable[[dict[str, Any], dict[str, Any]], dict[str, Any]]) -> list[str]:  # fmt: skip
+               runs: RunLog, score: Callable[[dict[str, Any], dict[str, Any]], Scored]) -> list[str]:  # fmt: skip
     """Each question of ``todo`` natively, logged as it finishes; llama-server's version line."""
     from aerix import OpenAIModel
 
@@ -165,7 +173,7 @@ def run_native(todo: list[tuple[str, dict[str, Any]]], model_path: Path, name: s
 
         async def all_of_them() -> None:
             for i, (category, entry) in enumerate(todo, 1):
-                record = score(await bfcl_agent.question_record(model, category, entry, args.variant), entry)
+                record, _ = score(await bfcl_agent.question_record(model, category, entry, args.variant), entry)
                 runs.add(record)
                 log(f"{name} {entry['id']}: {'right' if record['valid'] else record['error_type']} ({i}/{len(todo)}, {record.get('seconds') or 0:.1f} s)")
 
@@ -193,7 +201,7 @@ def site_url(model_path: Path) -> str | None:
 
 
 def run_page(sample: list[tuple[str, dict[str, Any]]], url: str, name: str, args: argparse.Namespace, runs: RunLog,
-             score: Callable[[dict[str, Any], dict[str, Any]], dict[str, Any]]) -> dict[str, Any]:  # fmt: skip
+             score: Callable[[dict[str, Any], dict[str, Any]], Scored]) -> dict[str, Any]:  # fmt: skip
     """The sample's questions in headless Chromium (bench/bfcl_page.mjs), logged as they finish."""
     from playwright.sync_api import sync_playwright
 
@@ -217,7 +225,7 @@ def run_page(sample: list[tuple[str, dict[str, Any]]], url: str, name: str, args
             for i, (category, entry) in enumerate(todo, 1):
                 question = {"category": category, "entry": json.dumps(entry), "variant": args.variant}
                 record = json.loads(page.evaluate("(a) => window.bfcl.question(a)", question))
-                runs.add(score(record, entry))
+                runs.add(score(record, entry)[0])
                 log(f"{name} page {entry['id']} ({i}/{len(todo)})")
             browser.close()
         return {"engine": info["info"]}
@@ -254,7 +262,7 @@ def run_model(name: str, path: Path, args: argparse.Namespace, checker: Any) -> 
     answers = {k: v for c in categories for k, v in bfcl_data.answers(c).items()}
     entries = {e["id"]: e for _, e in questions}
 
-    def score(record: dict[str, Any], entry: dict[str, Any]) -> dict[str, Any]:
+    def score(record: dict[str, Any], entry: dict[str, Any]) -> Scored:
         return scored(record, entry, answers, checker)
 
     digest = sha256(path)
@@ -266,9 +274,11 @@ def run_model(name: str, path: Path, args: argparse.Namespace, checker: Any) -> 
     log(f"{name}: {len(questions) - len(todo)} of {len(questions)} questions already in {native.path}")
     version = run_native(todo, path, name, args, native, score) if todo else []
     # scored again from the records, so a figure always comes from the checker as it is now
-    records = [score(native.done[e["id"]], e) for _, e in questions]
+    results = [score(native.done[e["id"]], e) for _, e in questions]
+    records = [r for r, _ in results]
     out: dict[str, Any] = {"model": {"name": name, "file": str(path), "size": path.stat().st_size, "sha256": digest},
-           "llama_server": version, "summary": summary(records, categories), "questions": records}  # fmt: skip
+           "llama_server": version, "summary": summary(results, categories), "evals": evals.Report(tuple(r for _, r in results)).totals(),
+           "questions": records}  # fmt: skip
     if args.page_sample:
         sample = [(c, e) for c in categories for e in [e for cc, e in questions if cc == c][: args.page_sample]]
         url = site_url(path)
@@ -278,8 +288,9 @@ def run_model(name: str, path: Path, args: argparse.Namespace, checker: Any) -> 
             page_log = RunLog(runs_dir / f"{name}-{args.variant}-page.jsonl", digest, args.fresh)
             page_log.keep(prints)
             info = run_page(sample, url, name, args, page_log, score)
-            page_records = [score(page_log.done[e["id"]], entries[e["id"]]) for _, e in sample]
-            out["page"] = {"url": url, **info, **compare(records, page_records), "summary": summary(page_records, categories), "questions": page_records}
+            page_results = [score(page_log.done[e["id"]], entries[e["id"]]) for _, e in sample]
+            page_records = [r for r, _ in page_results]
+            out["page"] = {"url": url, **info, **compare(records, page_records), "summary": summary(page_results, categories), "questions": page_records}
     return out
 
 

@@ -11,7 +11,10 @@ Pyodide (``bench/bfcl_page.mjs`` loads this file), so both sides build the very 
 - ``tools_for(functions)``: the question's functions as aerix tools (that never run);
 - ``agent_for(model, tools, variant)``: the Agent of a variant (``VARIANTS``: each a
   ``TurnFormat``, ``FORMATS``);
-- ``first_turn(agent, prompt)``: runs until the parser accepts a turn, then stops (no tool runs);
+- ``first_turn(agent, prompt)``: runs the question as an ``aerix.evals`` case with
+  ``stop_after="turn"`` (``evals.run``, the agent its factory's): until the parser accepts a turn,
+  then stopped (no tool runs); ``turn_record`` is what is logged of that run, ``events_of`` the
+  events a logged record stands for, so it is scored again (``bench/bfcl_score.py``);
 - ``bfcl_calls(record, names)``: that turn's calls in BFCL's format, ``[{name: {arg: value}}]``;
 - ``question_record(model, category, entry)``: all of it for one question, as both sides log it,
   with the ``fingerprint`` of what the model was sent (a logged answer is reused while it holds).
@@ -22,15 +25,14 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-import time
-from contextlib import aclosing
 from typing import Any, Callable
 
-from aerix import Agent, AerixError, TurnFormat, tool
+from aerix import Agent, AerixError, TurnFormat, evals, tool
+from aerix.events import Call, End, Event, Retry, Turn, Usage
 from aerix.schema import normalise, validate
 from aerix.tools import NAME, Tool
 
-__all__ = ["FORMATS", "Unconvertible", "VARIANTS", "agent_for", "bfcl_calls", "fingerprint", "first_turn", "json_schema", "prepared", "prompt_of", "question_json", "question_record", "tool_names", "tools_for"]
+__all__ = ["FORMATS", "Unconvertible", "VARIANTS", "agent_for", "bfcl_calls", "events_of", "fingerprint", "first_turn", "json_schema", "prepared", "prompt_of", "question_json", "question_record", "tool_names", "tools_for", "turn_record"]
 
 # BFCL's parameter types (Python's names) as JSON Schema's; "any" has no type constraint.
 TYPES: dict[str, str | None] = {
@@ -217,27 +219,41 @@ def prompt_of(entry: dict[str, Any]) -> str:
     return str(turns[0][0]["content"])
 
 
-async def first_turn(agent: Agent, prompt: str) -> dict[str, Any]:
-    """Runs ``prompt`` until the first accepted turn and stops there. Returns ``turn`` (its
-    thought and calls as ``{"tool", "input"}``, or None when the run ended first: then ``end``
-    says how), ``usage`` per generation ``[prompt, completion, cached]``, the ``retries``'
-    reasons and ``seconds`` from the start to the turn (or the end)."""
-    out: dict[str, Any] = {"turn": None, "end": None, "usage": [], "retries": []}
-    started = time.perf_counter()
-    async with aclosing(agent.run(prompt)) as events:
-        async for ev in events:
-            if ev.type == "usage":
-                out["usage"].append([ev.prompt_tokens, ev.completion_tokens, ev.cached_tokens])
-            elif ev.type == "retry":
-                out["retries"].append(ev.reason)
-            elif ev.type == "turn":
-                out["turn"] = {"thought": ev.thought, "calls": [{"tool": c.tool, "input": c.input} for c in ev.calls]}
-                break
-            elif ev.type == "end":  # a final comes after its turn, so only an end comes first
-                out["end"] = ev.to_dict()
-                break
-    out["seconds"] = time.perf_counter() - started
-    return out
+async def first_turn(agent: Agent, prompt: str, name: str = "question") -> dict[str, Any]:
+    """Runs ``prompt`` on ``agent`` through ``evals.run`` as a case stopped at its first accepted
+    turn (``stop_after="turn"``) and returns its :func:`turn_record`."""
+    case = evals.Case(prompt, name=name, stop_after="turn")
+    report = await evals.run([case], lambda: agent)
+    return turn_record(report.results[0].outcome)
+
+
+def turn_record(run: evals.Outcome) -> dict[str, Any]:
+    """What is logged of a run stopped at its first turn: ``turn`` (its thought and calls as
+    ``{"tool", "input"}``, or None when the run ended first: then ``end`` says how), ``usage``
+    per generation ``[prompt, completion, cached]``, the ``retries``' reasons and ``seconds``
+    from the start to the turn (or the end)."""
+    last = run.events[-1] if run.events else None
+    return {
+        "turn": {"thought": last.thought, "calls": [{"tool": c.tool, "input": c.input} for c in last.calls]} if isinstance(last, Turn) else None,
+        "end": last.to_dict() if isinstance(last, End) else None,
+        "usage": [[e.prompt_tokens, e.completion_tokens, e.cached_tokens] for e in run.events if isinstance(e, Usage)],
+        "retries": [e.reason for e in run.events if isinstance(e, Retry)],
+        "seconds": run.seconds,
+    }
+
+
+def events_of(record: dict[str, Any]) -> list[Event]:
+    """The events a logged :func:`turn_record` stands for (its generations, its refused turns,
+    then its turn or its end), so a logged run is scored again as it ran."""
+    events: list[Event] = [Usage(*u) for u in record.get("usage") or []]
+    events += [Retry(1, reason) for reason in record.get("retries") or []]
+    turn, end = record.get("turn"), record.get("end")
+    if turn is not None:
+        calls = tuple(Call(f"call_{i}", c["tool"], c["input"]) for i, c in enumerate(turn["calls"], 1))
+        events.append(Turn(1, turn["thought"], calls))
+    elif end is not None:
+        events.append(End(end["reason"], end.get("message") or ""))
+    return events
 
 
 def prepared(model: Any, entry: dict[str, Any], variant: str = "default") -> dict[str, Any]:
@@ -280,7 +296,7 @@ async def question_record(model: Any, category: str, entry: dict[str, Any], vari
     record: dict[str, Any] = {"id": entry["id"], "category": category, "variant": variant}
     if "agent" not in made:
         return record | made | {"calls": None}
-    turn = await first_turn(made.pop("agent"), prompt_of(entry))
+    turn = await first_turn(made.pop("agent"), prompt_of(entry), entry["id"])
     return record | made | turn | {"calls": bfcl_calls(turn, made["names"])}
 
 

@@ -1,7 +1,9 @@
 /**
  * In-page half of `make bfcl`'s comparison (bench/bfcl.py, --page-sample): the same agent as the
  * native run, built by the same Python (bench/bfcl_agent.py, loaded into this page's Pyodide), on
- * the same GGUF in the page's engine, one question at a time, up to its first accepted turn.
+ * the same GGUF in the page's engine, one question at a time, up to its first accepted turn: run
+ * by aerix.evals in the page's Pyodide as natively (evals.run, a case with stop_after "turn");
+ * BFCL's checker scores the record on the Python side (bench/bfcl_score.py).
  *
  * The page is bench/bfcl_page.html, served next to the site (bench/run.py's server), so it has
  * the site's origin and headers.

@@ -6,8 +6,13 @@ Serves build/site, opens it in headless Chromium (wasm tier), boots aerix on
 models/aerix-tools.gguf with the demo's tools (web/demo-tools.mjs), and runs every held-out
 task (corpus.eval_tasks: its own seed, cities, phrasings, notes and numbers) as a fresh agent,
 greedy (temperature 0), first under the turn schema and then with ``constrain: false``. Each
-run is scored from its events (score.py); the table goes to stdout and everything, failures
-included, to bench/results/eval.json.
+run is scored from its events by ``aerix.evals``: the task is an ``evals.Case``
+(``score.eval_case``), the page's events go through ``evals.score``, and each mode's figures come
+from its ``evals.Report`` (``score.row`` per case, ``score.summarize``, the report's totals). The
+runs are the demo's JavaScript agent and tools, not ``evals.run`` in the page's Python: what is
+measured is the agent the demo shows, its tools checked against the Python mirror. The table goes
+to stdout and everything, failures included (evals' reasons, the raw turns), to
+bench/results/eval.json.
 
 It also checks what the scores rest on: the page's system message is the one the model was
 trained on, and every tool result in the page equals the Python mirror's (demo_tools.py).
@@ -23,6 +28,8 @@ import sys
 import time
 from pathlib import Path
 from typing import Any
+
+from aerix import evals
 
 from .. import chromium
 from ..serve import serve
@@ -77,6 +84,28 @@ def mirror_mismatches(events: list[dict[str, Any]]) -> list[str]:
     return out
 
 
+def scored_run(task: corpus.Task, out: dict[str, Any]) -> tuple[evals.CaseResult, dict[str, Any], dict[str, Any]]:
+    """One task's run in the page (``window.evalRun``'s answer) through ``evals.score``: its
+    result, its row (``score.row``, with the kind) and what eval.json keeps of it (a failed run
+    with evals' reasons, its raw turns and its events)."""
+    task_dict = task.to_dict()
+    result = evals.score(score.eval_case(task_dict), out["events"], out["ms"] / 1000)
+    row = {"kind": task.kind, **score.row(result)}
+    run = {"prompt": task.prompt, **task_dict, **row, "ms": round(out["ms"])}
+    if not result.passed:
+        run |= {"reasons": result.reasons, "turns_raw": out["raw"], "events": [e for e in out["events"] if e["type"] != "usage"]}
+    return result, row, run
+
+
+def mode_summary(report: evals.Report, rows: list[dict[str, Any]], gen_ms: float, wall_ms: float) -> dict[str, Any]:
+    """A mode's summary: ``score.summarize`` of its rows, speed, and the evals report's totals."""
+    summary = score.summarize(rows)
+    summary["tokens_per_s"] = report.tokens.completion / (gen_ms / 1000) if gen_ms else 0.0
+    summary["ms_per_task"] = wall_ms / len(rows)
+    summary["evals"] = report.totals()
+    return summary
+
+
 def pct(x: float) -> str:
     return f"{100 * x:.1f}%"
 
@@ -121,31 +150,26 @@ def main() -> int:
             print(f"engine: {booted['info']} · isolated {booted['isolated']} · boot {booted['timings']}", flush=True)
             for mode in args.modes.split(","):
                 constrain = mode == "constrained"
-                rows, runs, mismatches = [], [], []
-                gen_ms, tokens, wall = 0.0, 0, 0.0
+                results, rows, runs, mismatches = [], [], [], []
+                gen_ms, wall = 0.0, 0.0
                 mode_started = time.monotonic()
                 for i, task in enumerate(tasks):
                     out = page.evaluate("([p, c]) => window.evalRun(p, c)", [task.prompt, constrain])
                     if out["system"] != system:
                         print("the page's system message differs from the one rendered for training", file=sys.stderr)
                         return 1
-                    row = score.score(task.to_dict(), out["events"])
+                    result, row, run = scored_run(task, out)
+                    results.append(result)
                     rows.append(row)
+                    runs.append(run)
                     mismatches += mirror_mismatches(out["events"])
                     gen_ms += sum(out["genMs"])
-                    tokens += row["completion_tokens"]
                     wall += out["ms"]
-                    ok = row["first_turn"] and row["quoted"] is not False and row["final"]
-                    runs.append({"prompt": task.prompt, **task.to_dict(), **row, "ms": round(out["ms"]),
-                                 **({} if ok else {"turns_raw": out["raw"],
-                                                   "events": [e for e in out["events"] if e["type"] != "usage"]})})
                     if (i + 1) % 25 == 0 or i + 1 == len(tasks):
                         s = score.summarize(rows)
                         print(f"  {mode}: {i + 1}/{len(tasks)}  first turn {pct(s['first_turn'])}  quoted {pct(s['quoted'])}"
                               f"  final {pct(s['final'])}  ({time.monotonic() - mode_started:.0f} s)", flush=True)
-                summary = score.summarize(rows)
-                summary["tokens_per_s"] = tokens / (gen_ms / 1000) if gen_ms else 0.0
-                summary["ms_per_task"] = wall / len(tasks)
+                summary = mode_summary(evals.Report(tuple(results)), rows, gen_ms, wall)
                 summary["mirror_mismatches"] = mismatches
                 summary["seconds"] = round(time.monotonic() - mode_started)
                 report["modes"][mode] = {"summary": summary, "runs": runs}
@@ -173,6 +197,8 @@ def main() -> int:
     print(f"\n{len(tasks)} held-out tasks, {report['seconds']} s\n{table}")
     for m in modes:
         print(f"\nfailures ({m}): " + (", ".join(f"{k} ×{v}" for k, v in s[m]["failures"].items()) or "none"))
+        t = s[m]["evals"]
+        print(f"evals ({m}): {t['passed']} of {t['cases']} cases passed every check ({t['pass_rate']:.1%})")
     report["table"] = table
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(report, indent=1, ensure_ascii=False) + "\n")

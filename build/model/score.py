@@ -1,30 +1,30 @@
-"""Score one run of a task from its events (aerix events as plain dicts, Python or page keys).
+"""Score one run of a task through ``aerix.evals``: ``eval_case(task)`` is the task as a case, and
+``row(result)`` what `make eval` and training record of its ``evals.CaseResult``.
 
-- ``first_turn``: the first generation was accepted and is what the task needs: the right
-  tools, in order, with the right arguments (a city or a note equal up to case and a final
-  full stop; a number equal; an expression with the same value, or failing the same way); a
-  final with no calls for a request no tool serves.
-- ``quoted``: the run ended in a final that contains every tool result of the run (for a
-  failed call, its message without the ``error: Error: `` prefix), and, asked whether to take
-  an umbrella, gives the advice the weather calls for (take it when the sky is rainy, else
-  leave it). Only tasks that need tools.
-- ``final``: the run ended with ``final``, not ``end``.
-A failure gets one category, the first that applies.
-
-``eval_case(task)`` is the same scoring as an ``aerix.evals`` case (its ``calls`` check is
-``first_turn``, its ``quoted`` check ``quoted``, its ``ending`` check ``final``), for a user's
-own run of the demo's tasks; tests/unit/test_demo_eval_case.py shows the two agree.
+- ``first_turn`` (the case's ``calls`` check, ``calls_match="first_turn"``): the first
+  generation was accepted and is what the task needs: the right tools, in order, with the right
+  arguments (a city or a note equal up to case and a final full stop; a number equal; an
+  expression with the same value, or failing the same way); a final with no calls for a request
+  no tool serves.
+- ``quoted`` (its check ``quoted``): the run ended in a final that contains every tool result
+  of the run (for a failed call, its message without the ``error: Error: `` prefix), and,
+  asked whether to take an umbrella, gives the advice the weather calls for (take it when the
+  sky is rainy, else leave it). Only tasks that need tools.
+- ``final`` (its ``ending`` check): the run ended with ``final``, not ``end``.
+A failed check's reason gives the failure one category (``category``), the first that applies.
 """
 
 from __future__ import annotations
 
-from typing import Any
+import re
+from typing import Any, Callable
 
 from aerix import evals
+from aerix.events import Retry, Turn, Usage
 
 from . import demo_tools as demo
 
-__all__ = ["eval_case", "score", "summarize", "result_message"]
+__all__ = ["category", "eval_case", "result_message", "row", "score", "summarize"]
 
 
 def result_message(text: str) -> str:
@@ -47,32 +47,6 @@ def _value(expression: str) -> str:
         return repr(demo.evaluate(expression))
     except demo.ToolFailed as e:
         return str(e)
-
-
-def first_turn_failure(task: dict[str, Any], events: list[dict[str, Any]]) -> str | None:
-    """None when the first generation is right, else the failure's category."""
-    for e in events:
-        if e["type"] == "retry":
-            return "first turn refused (" + e["reason"].split(":")[0] + ")"
-        if e["type"] == "end":
-            return f"no first turn (ended {e['reason']})"
-        if e["type"] == "turn":
-            got = [(c["tool"], c["input"]) for c in e["calls"]]
-            want = [(c["tool"], c["input"]) for c in task["calls"]]
-            if not want:
-                return None if not got else "called a tool for a request no tool serves"
-            if not got:
-                return "answered without calling a tool"
-            if [t for t, _ in got] != [t for t, _ in want]:
-                if len(got) != len(want):
-                    return f"made {len(got)} calls instead of {len(want)}"
-                return "wrong tool"
-            for (tool, gi), (_, wi) in zip(got, want):
-                wrong = args_failure(tool, gi, wi)
-                if wrong:
-                    return wrong
-            return None
-    return "no first turn"
 
 
 def args_failure(tool: str, got: Any, want: dict[str, Any]) -> str | None:
@@ -114,41 +88,17 @@ def quoting_failure(task: dict[str, Any], ending: dict[str, Any], results: list[
     return None
 
 
-def score(task: dict[str, Any], events: list[dict[str, Any]]) -> dict[str, Any]:
-    ending = events[-1] if events else {"type": "end", "reason": "none"}
-    results = [e for e in events if e["type"] == "result"]
-    first = first_turn_failure(task, events)
-    needs_tools = bool(task["calls"])
-    quoted: bool | None = None
-    quote_failure = None
-    if needs_tools:
-        quote_failure = quoting_failure(task, ending, results)
-        quoted = quote_failure is None
-    usage = [e for e in events if e["type"] == "usage"]
-    return {
-        "kind": task["kind"],
-        "first_turn": first is None,
-        "first_turn_failure": first,
-        "quoted": quoted,
-        "quote_failure": quote_failure,
-        "final": ending["type"] == "final",
-        "ending": ending["type"] if ending["type"] == "final" else f"end:{ending.get('reason')}",
-        "turns": sum(1 for e in events if e["type"] == "turn"),
-        "generations": len(usage),
-        "retries": sum(1 for e in events if e["type"] == "retry"),
-        "completion_tokens": sum(e.get("completion_tokens", e.get("completionTokens", 0)) for e in usage),
-    }
-
-
 def eval_case(task: dict[str, Any]) -> evals.Case:
-    """The task as an aerix.evals case that scores a run as :func:`score` does."""
+    """The task as an aerix.evals case: its calls on the first turn (each input compared by
+    :func:`args_failure`, a matcher named ``args``), and for a task that needs tools a check
+    ``quoted`` (:func:`quoting_failure`); its ``ending`` check is the run's ``final``."""
 
     def same_args(tool: str, want: dict[str, Any]) -> evals.Matcher:
         def args(got: Any) -> None:
             wrong = args_failure(tool, got, want)
             assert wrong is None, wrong
 
-        return evals.satisfies(args, name=f"same args as {want}")
+        return evals.satisfies(args, name="args")
 
     def quoted(run: evals.Outcome) -> None:
         ending = run.events[-1].to_dict() if run.events else {"type": "end", "reason": "none"}
@@ -156,7 +106,60 @@ def eval_case(task: dict[str, Any]) -> evals.Case:
         assert wrong is None, wrong
 
     calls = [evals.call(c["tool"], same_args(c["tool"], c["input"])) for c in task["calls"]]
-    return evals.Case(task["prompt"], calls=calls, calls_match="first_turn", checks=[quoted] if task["calls"] else [])
+    prompt = task.get("prompt") or f"a {task['kind']} task"  # recorded events scored without their prompt
+    return evals.Case(prompt, calls=calls, calls_match="first_turn", checks=[quoted] if task["calls"] else [])
+
+
+# evals' reasons for a failed first turn (aerix/evals.py), and the category each gives
+_REASONS: list[tuple[re.Pattern[str], Callable[[re.Match[str]], str]]] = [
+    (re.compile(r"the first generation was refused: ([^:]*)"), lambda m: f"first turn refused ({m[1]})"),
+    (re.compile(r"no turn: the run ended ([^:]*):"), lambda m: f"no first turn (ended {m[1]})"),
+    (re.compile(r"no turn$"), lambda m: "no first turn"),
+    (re.compile(r"first turn: expected no calls, got "), lambda m: "called a tool for a request no tool serves"),
+    (re.compile(r"first turn: expected \S+ calls? \(.*\), got 0 \("), lambda m: "answered without calling a tool"),
+    (re.compile(r"first turn: expected (\S+) calls? \(.*\), got (\d+) \("), lambda m: f"made {m[2]} calls instead of {m[1]}"),
+    (re.compile(r"first turn: call \d+: expected \S+, got "), lambda m: "wrong tool"),
+    (re.compile(r"first turn: call \d+: \S+: args: (.*)"), lambda m: m[1]),
+]
+
+
+def category(check: evals.CheckResult) -> str | None:
+    """A failed check's category (None when it passed): the ``calls`` check's from evals' reason
+    (``wrong tool``, ``wrong weather.city``, ``first turn refused (cut)``...; a reason no pattern
+    knows is its own category), any other check's is its reason (``quoted``'s is already one)."""
+    if check.passed:
+        return None
+    why = check.reason or ""
+    if check.name == "calls":
+        for pattern, name in _REASONS:
+            m = pattern.match(why)
+            if m:
+                return name(m)
+    return why
+
+
+def row(result: evals.CaseResult) -> dict[str, Any]:
+    """What `make eval` records of a task's scored run (its ``evals.CaseResult``)."""
+    o = result.outcome
+    quoted = [c for c in result.checks if c.name == "quoted"]
+    return {
+        "first_turn": result.check("calls").passed,
+        "first_turn_failure": category(result.check("calls")),
+        "quoted": quoted[0].passed if quoted else None,
+        "quote_failure": category(quoted[0]) if quoted else None,
+        "final": result.check("ending").passed,
+        "ending": o.ending,
+        "turns": sum(1 for e in o.events if isinstance(e, Turn)),
+        "generations": sum(1 for e in o.events if isinstance(e, Usage)),
+        "retries": sum(1 for e in o.events if isinstance(e, Retry)),
+        "completion_tokens": o.tokens.completion,
+    }
+
+
+def score(task: dict[str, Any], events: list[dict[str, Any]], seconds: float = 0.0) -> dict[str, Any]:
+    """One run of ``task`` scored from its events (dicts, Python's or the page's keys): the
+    task's :func:`eval_case` through ``evals.score``, as :func:`row` records it, with the kind."""
+    return {"kind": task["kind"], **row(evals.score(eval_case(task), events, seconds))}
 
 
 def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:

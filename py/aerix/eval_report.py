@@ -13,7 +13,7 @@ import json
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Sequence
 
-from .events import Call, End, Event, Final, Interrupted, Result, SubagentEvent, Usage, Waiting
+from .events import Call, End, Event, Final, Interrupted, Result, SubagentEvent, Turn, Usage, Waiting
 
 if TYPE_CHECKING:
     from .evals import Case
@@ -48,7 +48,9 @@ class Outcome:
     """What one case's run did, read from its events. ``calls`` and ``results`` are the run's
     own (a sub-agent's stay inside its tool's call); ``answer`` is the final's text and
     ``output`` its structured output (``None`` without one, or without a final); ``ending`` is
-    ``final``, ``end:<reason>`` (``message`` says more), ``waiting``, ``interrupted`` or ``none``."""
+    ``final``, ``end:<reason>`` (``message`` says more), ``waiting``, ``interrupted``, ``turn``
+    (the run was stopped at a turn, ``Case(stop_after="turn")``: its calls are that turn's, never
+    run) or ``none``."""
 
     events: tuple[Event, ...] = field(repr=False)
     calls: tuple[Call, ...]
@@ -73,11 +75,13 @@ class Outcome:
             ending, message = "waiting", f"waiting for approval {last.approval_id}: {last.title}"
         elif isinstance(last, Interrupted):
             ending, message = "interrupted", last.message
+        elif isinstance(last, Turn):
+            ending, message = "turn", "the run was stopped after a turn, before its calls ran"
         elif last is not None:
             message = f"the run stopped at a {last.type} event"
         return cls(
             events=tuple(events),
-            calls=tuple(e for e in events if isinstance(e, Call)),
+            calls=tuple(e for e in events if isinstance(e, Call)) + (last.calls if isinstance(last, Turn) else ()),
             results=tuple(e for e in events if isinstance(e, Result)),
             answer=last.text if isinstance(last, Final) else None,
             output=last.output if isinstance(last, Final) else None,

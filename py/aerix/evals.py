@@ -22,6 +22,11 @@ A case passes when each of its checks does:
 - each of ``checks``: a function of the case's :class:`~aerix.eval_report.Outcome`, failing
   when it returns ``False`` or raises.
 
+``stop_after="turn"`` measures a model's first try as a function-calling benchmark does: the run
+is stopped at its first accepted turn (a refused generation before it is retried as usual), so
+no tool runs; its ``ending`` check passes when the run got that turn (``Outcome.ending`` is
+``"turn"``), and ``calls`` are the turn's. Such a case may expect nothing more.
+
 An expected call is ``call(tool, input)``, ``(tool, input)`` or just the tool's name (any
 input); ``input`` is a matcher (:mod:`aerix.eval_matchers`) or a plain dict, matched exactly.
 
@@ -68,9 +73,10 @@ __all__ = [
 ]
 
 CallsMatch = Literal["in_order", "any_order", "first_turn"]
+StopAfter = Literal["turn"]
 Check = Callable[[Outcome], Any]
 AgentFactory = Union[Callable[["Case"], Union[Agent, Awaitable[Agent]]], Callable[[], Union[Agent, Awaitable[Agent]]]]
-_CASE_KEYS = frozenset({"prompt", "name", "calls", "answer", "calls_match"})
+_CASE_KEYS = frozenset({"prompt", "name", "calls", "answer", "calls_match", "stop_after"})
 
 
 @dataclass(frozen=True)
@@ -95,7 +101,8 @@ def call(tool: str, input: Any = None) -> ExpectedCall:
 @dataclass(frozen=True, init=False)
 class Case:
     """One prompt and what its run should do; see the module's docstring. ``name`` (default:
-    the prompt) names the case in the report, so each case's must be its own."""
+    the prompt) names the case in the report, so each case's must be its own. ``stop_after``:
+    ``None`` (the run goes to its ending) or ``"turn"`` (stopped at its first accepted turn)."""
 
     prompt: str
     name: str
@@ -103,6 +110,7 @@ class Case:
     answer: Matcher | None
     calls_match: CallsMatch
     checks: tuple[Check, ...] = field(repr=False)
+    stop_after: StopAfter | None = None
 
     def __init__(
         self,
@@ -113,6 +121,7 @@ class Case:
         checks: Sequence[Check] = (),
         calls_match: CallsMatch = "in_order",
         name: str | None = None,
+        stop_after: StopAfter | None = None,
     ) -> None:
         if not isinstance(prompt, str) or not prompt.strip():
             raise AerixError("options", f"a case's prompt must be a non-empty string, got {prompt!r}")
@@ -126,7 +135,11 @@ class Case:
         bad = [c for c in checks if not callable(c)] if isinstance(checks, Sequence) else [checks]
         if bad:
             raise AerixError("options", f"case {label!r}: checks must be functions of the outcome, got {bad[0]!r}")
-        if calls is None and answer is None and not checks:
+        if stop_after is not None and stop_after not in get_args(StopAfter):
+            raise AerixError("options", f"case {label!r}: unknown stop_after {stop_after!r} (known: None, {', '.join(map(repr, get_args(StopAfter)))})")
+        if stop_after is not None and answer is not None:
+            raise AerixError("options", f"case {label!r}: a run stopped after its first turn has no answer to match: drop answer= or stop_after=")
+        if calls is None and answer is None and not checks and stop_after is None:
             raise AerixError("options", f"case {label!r} expects nothing: give it calls=, answer= or checks=")
         set_ = object.__setattr__
         set_(self, "prompt", prompt)
@@ -135,13 +148,14 @@ class Case:
         set_(self, "answer", None if answer is None else matcher_of(answer, f"case {label!r}: answer"))
         set_(self, "calls_match", calls_match)
         set_(self, "checks", tuple(checks))
+        set_(self, "stop_after", stop_after)
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Case:
         """A case kept as data (JSON): ``prompt``, and ``name``, ``calls`` (``{"tool", "input"}``
         each), ``answer`` and ``calls_match`` as :class:`Case` takes them. A matcher there is
         ``{"match": "contains", "value": ...}`` (see :func:`~aerix.eval_matchers.matcher`);
-        any other value is matched exactly."""
+        any other value is matched exactly. ``stop_after`` as :class:`Case` takes it."""
         if not isinstance(data, Mapping):
             raise AerixError("options", f"a case is a dict, got {type(data).__name__}")
         unknown = sorted(set(data) - _CASE_KEYS)
@@ -153,7 +167,7 @@ class Case:
                 raise AerixError("options", f"a case's calls are a list of {{'tool', 'input'}} dicts, got {calls!r}")
             calls = [call(c["tool"], _data_matcher(c.get("input"))) for c in calls]
         answer = _data_matcher(data.get("answer"))
-        return cls(data.get("prompt"), calls=calls, answer=answer, calls_match=data.get("calls_match", "in_order"), name=data.get("name"))  # type: ignore[arg-type]
+        return cls(data.get("prompt"), calls=calls, answer=answer, calls_match=data.get("calls_match", "in_order"), name=data.get("name"), stop_after=data.get("stop_after"))  # type: ignore[arg-type]
 
 
 def _data_matcher(value: Any) -> Any:
@@ -198,6 +212,8 @@ async def run(cases: Sequence[Case], agent: AgentFactory, *, concurrency: int = 
             async with aclosing(fresh.run(case.prompt)) as stream:
                 async for ev in stream:
                     events.append(ev)
+                    if case.stop_after == "turn" and isinstance(ev, Turn):
+                        break  # closing the run stops it here: its calls never run
             return score(case, events, time.perf_counter() - started)
 
     tasks = [asyncio.ensure_future(one(c)) for c in cases]
@@ -259,9 +275,14 @@ def _positional(p: inspect.Parameter) -> bool:
 
 def score(case: Case, events: Sequence[Event | Mapping[str, Any]], seconds: float = 0.0) -> CaseResult:
     """Score one run of ``case`` from its events: aerix events, or their dicts (``to_dict()``,
-    or the page's camelCase ones), so a run recorded elsewhere (the page, a log) scores too."""
-    outcome = Outcome.of([e for e in map(_event, events) if e is not None], seconds)
-    checks = [CheckResult("ending", outcome.ending == "final", None if outcome.ending == "final" else f"{outcome.ending}: {outcome.message}")]
+    or the page's camelCase ones), so a run recorded elsewhere (the page, a log) scores too.
+    With ``stop_after="turn"`` only the events up to the first turn count, as if it stopped there."""
+    scored = [e for e in map(_event, events) if e is not None]
+    if case.stop_after == "turn":
+        scored = scored[: next((i + 1 for i, e in enumerate(scored) if isinstance(e, Turn)), len(scored))]
+    outcome = Outcome.of(scored, seconds)
+    ended = "turn" if case.stop_after == "turn" else "final"
+    checks = [CheckResult("ending", outcome.ending == ended, None if outcome.ending == ended else f"{outcome.ending}: {outcome.message}")]
     if case.calls is not None:
         why = _first_turn(case.calls, outcome.events) if case.calls_match == "first_turn" else _calls(case.calls, outcome.calls, case.calls_match)
         checks.append(CheckResult("calls", why is None, why))

@@ -1,5 +1,6 @@
 """`make bfcl` (bench/bfcl*.py) without a real model: the conversion of BFCL's function docs,
-the names there and back, the first accepted turn, the scoring by BFCL's own checker, and the
+the names there and back, the first accepted turn (an aerix.evals case stopped there, run by
+evals.run), the scoring by BFCL's own checker (the case's check, through evals.score), and the
 harness end to end on a fake llama-server. The functions and questions written here are made up;
 the tests that read BFCL's data take it from the pinned wheel's unpacked copy (make bfcl-data).
 CPython only: the harness is not part of the package.
@@ -24,7 +25,8 @@ from aerix import AerixError, tool
 from aerix.engines.openai.transports import MockTransport, replay
 from aerix.testing import Reply, ScriptedModel
 from bench import bfcl, bfcl_agent, bfcl_data
-from bench.bfcl_score import summary, table, verdict
+from aerix import evals
+from bench.bfcl_score import question_case, scored, summary, table, verdict
 
 # A made-up function with every kind of parameter BFCL's docs have.
 EVERYTHING = {
@@ -274,18 +276,60 @@ def test_bfcls_checker_scores_the_calls_in_its_own_names(checker, category, call
     record = {"calls": calls, "end": {"reason": "retries", "message": "3 bad turns"} if calls is None else None}
     out = verdict(category, KETTLE_ENTRY, answer, record, checker)
     assert (out["valid"], out["error_type"]) == (valid, error_type), out
+    # the same turn, logged as the harness logs it, scored through its evals case: the same verdict
+    logged = logged_record(category, calls)
+    again, result = scored(logged, {**KETTLE_ENTRY, "question": [[{"role": "user", "content": "Boil."}]]}, answer, checker)
+    assert (again["valid"], again["error_type"], again["error"]) == (valid, error_type, out["error"]) and result.passed is valid
+    assert result.reasons == ([] if valid else [f"bfcl: {error_type}: {out['error'][0]}"] if calls is not None else
+                              ["ending: end:retries: 3 bad turns", f"bfcl: aerix:no_turn: {out['error'][0]}"])  # fmt: skip
+
+
+def logged_record(category, calls, seconds=1.0, prompt_tokens=100):
+    """A question's record as bfcl_agent.question_record logs it, for a first turn with these
+    calls in BFCL's names (each tool named t0, t1... and mapped back), or None: no turn."""
+    turn = None if calls is None else {"thought": "t", "calls": [{"tool": f"t{i}", "input": given} for i, c in enumerate(calls) for given in c.values()]}
+    names = {} if calls is None else {f"t{i}": name for i, c in enumerate(calls) for name in c}
+    end = {"type": "end", "reason": "retries", "message": "3 bad turns"} if calls is None else None
+    return {"id": "k", "category": category, "variant": "default", "names": names, "turn": turn, "end": end,
+            "usage": [[prompt_tokens, 5, 0]], "retries": [], "seconds": seconds, "calls": calls}  # fmt: skip
+
+
+def test_a_question_is_an_evals_case_stopped_at_its_first_turn_and_checked_by_bfcls_checker(checker):
+    entry = {**KETTLE_ENTRY, "question": [[{"role": "user", "content": "Boil a litre."}]]}
+    case = question_case("simple_python", entry, KETTLE_ANSWER, checker, {"names": {"kettle_boil": "kettle.boil", "tea_steep": "tea.steep"}})
+    assert (case.prompt, case.name, case.stop_after, [c.__name__ for c in case.checks]) == ("Boil a litre.", "k", "turn", ["bfcl"])
+    tools, _, _ = bfcl_agent.tools_for(entry["function"])
+    model = ScriptedModel(["{", turn(("kettle_boil", {"litres": 2.0})), final("never asked")])
+    report = asyncio.run(evals.run([case], lambda: bfcl_agent.agent_for(model, tools)))
+    (result,) = report.results
+    assert len(model.calls) == 2 and result.outcome.ending == "turn" and result.outcome.results == ()
+    assert result.reasons == ["bfcl: value_error:others: Invalid value for parameter 'litres': 2.0. Expected one of [1.0, 1.5]."]
+    # what is logged of that run is scored again as it ran
+    record = {"id": "k", "category": "simple_python", "names": {"kettle_boil": "kettle.boil"}, **bfcl_agent.turn_record(result.outcome)}
+    again, rescored = scored(record, entry, KETTLE_ANSWER, checker)
+    assert (rescored.passed, rescored.reasons, rescored.outcome.tokens) == (False, result.reasons, result.outcome.tokens)
+    assert again["error_type"] == "value_error:others" and again["valid"] is False
 
 
 def test_what_aerix_could_not_express_is_wrong_and_counted_apart(checker):
     out = verdict("simple_python", KETTLE_ENTRY, KETTLE_ANSWER, {"unexpressed": "options: no", "calls": None}, checker)
     assert out == {"valid": False, "error_type": "aerix:unexpressed", "error": ["options: no"]}
-    rows = [{"category": "simple_python", "seconds": 1.0, "usage": [[100, 5, 0]], **verdict("simple_python", KETTLE_ENTRY, KETTLE_ANSWER, r, checker)}
-            for r in ({"calls": [{"kettle.boil": {"litres": 1.0}}]}, {"calls": [{"kettle.boil": {"litres": 9.0}}]})]  # fmt: skip
-    rows.append({"category": "irrelevance", "seconds": None, "usage": [], **out})
-    s = summary(rows, ["simple_python", "irrelevance"])
+    entry = {**KETTLE_ENTRY, "question": [[{"role": "user", "content": "Boil."}]]}
+    results = [scored(logged_record("simple_python", calls), entry, KETTLE_ANSWER, checker)
+               for calls in ([{"kettle.boil": {"litres": 1.0}}], [{"kettle.boil": {"litres": 9.0}}])]  # fmt: skip
+    unexpressed = {"id": "k", "category": "irrelevance", "variant": "default", "unexpressed": "options: no", "fingerprint": "unexpressed: options: no", "calls": None}
+    results.append(scored(unexpressed, entry, None, checker))
+    assert results[2][0]["error_type"] == "aerix:unexpressed" and results[2][1].reasons[1] == "bfcl: aerix:unexpressed: options: no"
+    s = summary(results, ["simple_python", "irrelevance"])
     assert s["simple_python"] == {"questions": 2, "right": 1, "accuracy": 0.5, "unexpressed": 0.0, "no_turn": 0, "seconds_median": 1.0, "prompt_tokens_median": 100}
     assert (s["irrelevance"]["unexpressed"], s["all"]["questions"], s["all"]["right"]) == (1.0, 3, 1)
     assert "| simple_python | 2 | 50.0% (1) | 0.0% | 0 | 1.00 | 100 |" in table("m", s)
+
+
+def test_a_question_without_a_possible_answer_is_the_harnesss_bug_said_not_scored(checker):
+    entry = {**KETTLE_ENTRY, "question": [[{"role": "user", "content": "Boil."}]]}
+    with pytest.raises(RuntimeError, match="k: BFCL's check did not run: raised KeyError"):
+        scored(logged_record("simple_python", [{"kettle.boil": {"litres": 1.0}}]), entry, None, checker)
 
 
 def oracle_calls(entry: dict, answer: list[dict]) -> list[dict]:
@@ -367,7 +411,8 @@ def test_a_perfect_scripted_model_gets_every_question_right(checker):
                     twice.add(entry["id"])
             for variant in ("default", "keep-duplicates") if entry["id"] in twice else ("default",):
                 record = asyncio.run(bfcl_agent.question_record(ScriptedModel([reply]), category, entry, variant))
-                out = verdict(category, entry, answers.get(entry["id"]), record, checker)
+                out, result = scored(record, entry, answers.get(entry["id"]), checker)  # through its evals case
+                assert out == record | verdict(category, entry, answers.get(entry["id"]), record, checker) and result.passed is out["valid"]
                 if out["valid"] == (variant == "default" and entry["id"] in twice):
                     wrong.append((entry["id"], variant, out, record.get("calls"), record.get("retries")))
             tools = {t.name: t for t in bfcl_agent.tools_for(entry["function"])[0]}
@@ -424,6 +469,8 @@ def test_the_harness_runs_logs_resumes_and_writes_its_results_on_a_fake_server(c
     assert verdicts == {"simple_python_0": (False, "ast_decoder:decoder_failed"), "simple_python_1": (False, "ast_decoder:decoder_failed"),
                         "irrelevance_0": (True, None), "irrelevance_1": (True, None)}  # fmt: skip
     assert result["summary"]["irrelevance"]["unexpressed"] == 0.0 and result["summary"]["all"]["prompt_tokens_median"] == 77
+    assert {k: result["evals"][k] for k in ("cases", "passed", "failed", "tokens")} == {
+        "cases": 4, "passed": 2, "failed": 2, "tokens": {"prompt": 4 * 77, "completion": 4 * 9, "cached": 0}}  # fmt: skip
     assert result["llama_server"] == ["version: 0 (fake)"] and result["bfcl_eval"]["wheel_sha256"] == bfcl_data.WHEEL_SHA256
     sent = [json.loads(line) for line in requests.read_text().splitlines()]
     assert len(sent) == 4 and all(b["temperature"] == 0 and b["response_format"]["json_schema"]["name"] == "turn" for b in sent)

@@ -1,6 +1,8 @@
-"""The demo-task eval's scoring (build/model/score.py) expressed as aerix.evals cases
-(score.eval_case, issue 31 part 3): for the same events the two agree, on held-out tasks of
-every kind under several model behaviours, right and wrong, and on the scorer's own hand-written events."""
+"""`make eval` scores through aerix.evals (issue 31 part 3): each held-out task is an evals case
+(score.eval_case), a run's events go through evals.score, and what eval.json records of a run
+(score.row: first turn, quoted, final and each failure's category) is read from the case's
+result. Here on held-out tasks of every kind under several model behaviours, right and wrong, on
+hand-written events, and on a page run's camelCase events as build/model/eval.py gets them."""
 
 from __future__ import annotations
 
@@ -16,7 +18,7 @@ from helpers import final
 
 from aerix import Agent, evals
 from aerix.testing import ScriptedModel
-from build.model import corpus, score
+from build.model import corpus, eval as page_eval, score
 from build.model import demo_tools as demo
 
 BEHAVIOURS = ("right", "wrong_advice", "no_quote", "no_call", "refused_first", "wrong_args", "out_of_turns", "calls_when_none_needed")
@@ -53,19 +55,31 @@ def _script(task: dict, behaviour: str):
     return reply
 
 
-def _agree(task: dict, events: list[dict]) -> None:
-    row = score.score(task, events)
-    result = evals.score(score.eval_case(task), events)
-    assert result.check("calls").passed == row["first_turn"], (row["first_turn_failure"], result.check("calls").reason)
-    assert result.check("ending").passed == row["final"]
-    if row["quoted"] is None:
-        assert [c.name for c in result.checks] == ["ending", "calls"]
-    else:
-        assert (result.check("quoted").passed, result.check("quoted").reason) == (row["quoted"], row["quote_failure"])
-    assert result.passed == (row["first_turn"] and row["quoted"] is not False and row["final"])  # eval.py's "ok"
+def _expected(task: dict, behaviour: str, row: dict) -> None:
+    """What each behaviour must give, category included."""
+    needs = bool(task["calls"])
+    first, quote = row["first_turn_failure"], row["quote_failure"]
+    if behaviour == "right" or (not needs and behaviour in ("wrong_advice", "no_quote", "no_call", "wrong_args", "out_of_turns")):
+        assert (first, row["quoted"] if needs else None, row["final"]) == (None, True if needs else None, True)
+    elif behaviour == "wrong_advice":
+        assert first is None and quote == ("wrong umbrella advice" if task.get("umbrella") else None)
+    elif behaviour == "no_quote":
+        assert first is None and quote == ("final does not quote the result" if len(task["calls"]) == 1 else "final misses a result")
+    elif behaviour == "no_call":
+        assert (first, quote) == ("answered without calling a tool", "final without any tool result")
+    elif behaviour == "refused_first":
+        assert first == "first turn refused (bad json)" and row["retries"] == 1 and row["final"]
+    elif behaviour == "wrong_args" and first is None:  # "563 / 0 now" fails as "563 / 0" does: the same
+        assert task["kind"] == "div_zero", row
+    elif behaviour == "wrong_args":  # a wrong value, or one the tool's input check refuses
+        assert first.startswith(tuple(f"wrong {c['tool']}." for c in task["calls"])) or first.startswith("first turn refused ("), first
+    elif behaviour == "out_of_turns":
+        assert (first, quote, row["final"], row["ending"]) == (None, "ended turns before a final", False, "end:turns")
+    elif behaviour == "calls_when_none_needed":
+        assert first == (None if needs else "called a tool for a request no tool serves")
 
 
-async def test_score_and_its_evals_case_agree_on_held_out_tasks_of_every_kind_under_each_behaviour():
+async def test_each_behaviour_on_held_out_tasks_of_every_kind_gets_its_verdict_and_category():
     tasks, per_kind = [], {}
     for t in corpus.eval_tasks():  # the first 6 of each kind (all 210 take 7 s)
         per_kind[t.kind] = per_kind.get(t.kind, 0) + 1
@@ -73,7 +87,9 @@ async def test_score_and_its_evals_case_agree_on_held_out_tasks_of_every_kind_un
             tasks.append(t.to_dict())
     assert len(per_kind) >= 10 and len(tasks) >= 60
     by_name = {f"{b} {i}": (t, b) for i, t in enumerate(tasks) for b in BEHAVIOURS}
-    cases = [evals.Case(t["prompt"] or "-", name=name, checks=[lambda run: True]) for name, (t, _) in by_name.items()]
+    # the demo's eval cases, renamed: a prompt may come back under another behaviour
+    cases = [evals.Case(t["prompt"], name=name, calls=c.calls, calls_match="first_turn", checks=c.checks)
+             for name, (t, _) in by_name.items() for c in [score.eval_case(t)]]  # fmt: skip
 
     def agent(case):
         task, behaviour = by_name[case.name]
@@ -81,15 +97,17 @@ async def test_score_and_its_evals_case_agree_on_held_out_tasks_of_every_kind_un
         return Agent(model=ScriptedModel(_script(task, behaviour)), instructions=demo.INSTRUCTIONS, tools=demo.aerix_tools(), limits=limits)
 
     report = await evals.run(cases, agent)
-    outcomes = {"first_turn": set(), "quoted": set(), "final": set()}
+    seen = {"first_turn": set(), "quoted": set(), "final": set()}
     for r in report.results:
-        task = by_name[r.case.name][0]
-        events = [e.to_dict() for e in r.outcome.events]
-        _agree(task, events)
-        row = score.score(task, events)
-        for key in outcomes:
-            outcomes[key].add(row[key])
-    assert outcomes == {"first_turn": {True, False}, "quoted": {True, False, None}, "final": {True, False}}  # both sides of each
+        task, behaviour = by_name[r.case.name]
+        row = score.row(r)
+        _expected(task, behaviour, row)
+        # eval.py's "ok" is the case's passing; recorded dicts score as the events did
+        assert r.passed == (row["first_turn"] and row["quoted"] is not False and row["final"])
+        assert score.score(task, [e.to_dict() for e in r.outcome.events]) == {"kind": task["kind"], **row}
+        for key in seen:
+            seen[key].add(row[key])
+    assert seen == {"first_turn": {True, False}, "quoted": {True, False, None}, "final": {True, False}}  # both sides of each
 
 
 def _events(calls, results, final_text):
@@ -100,27 +118,62 @@ def _events(calls, results, final_text):
     return evs
 
 
+KANO = {"kind": "weather", "prompt": "Umbrella in Kano?", "calls": [{"tool": "weather", "input": {"city": "Kano"}}]}
+
+
 @pytest.mark.parametrize(
-    "calls, result, final_text",
+    "calls, result, final_text, umbrella, first, quote",
     [
-        ([("weather", {"city": "kano."})], "sunny and 20°C in Kano", "Expect sunny and 20°C in Kano."),
-        ([("weather", {"city": "Kano now"})], "sunny and 20°C in Kano", "Expect sunny and 20°C in Kano."),
-        ([("time", {"city": "Kano"})], "sunny and 20°C in Kano", "It is sunny and 20°C in Kano."),
-        ([("weather", {"city": "Kano"})], "light rain and 9°C in Kano", "Expect light rain and 9°C in Kano, so take an umbrella."),
-        ([("weather", {"city": "Kano"})], "sunny and 20°C in Kano", "Expect sunny and 20°C in Kano, so take an umbrella."),
-        ([("weather", {"town": "Kano"})], "sunny and 20°C in Kano", "Sunny."),
-        ([], None, "Sunny."),
+        ([("weather", {"city": "kano."})], "sunny and 20°C in Kano", "Expect sunny and 20°C in Kano.", False, None, None),
+        ([("weather", {"city": "Kano now"})], "sunny and 20°C in Kano", "Expect sunny and 20°C in Kano.", False, "wrong weather.city", None),
+        ([("time", {"city": "Kano"})], "sunny and 20°C in Kano", "It is sunny and 20°C in Kano.", False, "wrong tool", None),
+        ([("weather", {"city": "Kano"})], "light rain and 9°C in Kano", "Expect light rain and 9°C in Kano, so take an umbrella.", True, None, None),
+        ([("weather", {"city": "Kano"})], "sunny and 20°C in Kano", "Expect sunny and 20°C in Kano, so take an umbrella.", True, None, "wrong umbrella advice"),
+        ([("weather", {"city": "Kano"})], "sunny and 20°C in Kano", "Expect sun in Kano.", False, None, "final does not quote the result"),
+        ([("weather", {"town": "Kano"})], "sunny and 20°C in Kano", "Sunny.", False, "wrong argument names for weather", "final does not quote the result"),
+        ([("weather", {"city": "Kano"}), ("time", {"city": "Kano"})], "x", "x", False, "made 2 calls instead of 1", None),
+        ([], None, "Sunny.", False, "answered without calling a tool", "final without any tool result"),
     ],
 )
-@pytest.mark.parametrize("umbrella", [False, True])
-def test_they_agree_on_the_scorers_own_events(calls, result, final_text, umbrella):
-    task = {"kind": "weather", "prompt": "Umbrella in Kano?", "umbrella": umbrella, "calls": [{"tool": "weather", "input": {"city": "Kano"}}]}
-    _agree(task, _events(calls, [result] if calls else [], final_text))
+def test_each_failure_of_hand_written_events_gets_its_category(calls, result, final_text, umbrella, first, quote):
+    row = score.score({**KANO, "umbrella": umbrella}, _events(calls, [result] * len(calls), final_text))
+    assert (row["first_turn_failure"], row["quote_failure"]) == (first, quote)
+    assert (row["first_turn"], row["quoted"], row["final"], row["turns"], row["completion_tokens"]) == (first is None, quote is None, True, 1, 10)
 
 
-def test_a_calculate_input_with_the_same_value_is_the_same_in_both():
+def test_a_run_that_ends_before_a_turn_or_gives_no_events_and_a_calculate_input_of_the_same_value():
+    ended = score.score(KANO, [{"type": "end", "reason": "error", "message": "the engine failed"}])
+    assert (ended["first_turn_failure"], ended["quote_failure"], ended["ending"], ended["final"]) == (
+        "no first turn (ended error)", "ended error before a final", "end:error", False)  # fmt: skip
+    assert score.score(KANO, [])["first_turn_failure"] == "no first turn"
     task = {"kind": "calculate", "prompt": "2+3*4?", "calls": [{"tool": "calculate", "input": {"expression": "2+3*4"}}]}
-    for expression, same in (("2 + (3*4)", True), ("(2+3)*4", False)):
-        events = _events([("calculate", {"expression": expression})], ["14"], "It is 14.")
-        _agree(task, events)
-        assert evals.score(score.eval_case(task), events).check("calls").passed is same
+    for expression, failure in (("2 + (3*4)", None), ("(2+3)*4", "wrong calculate.expression")):
+        assert score.score(task, _events([("calculate", {"expression": expression})], ["14"], "It is 14."))["first_turn_failure"] == failure
+
+
+def test_a_reason_no_pattern_knows_is_its_own_category():
+    assert score.category(evals.CheckResult("calls", False, "first turn: something new")) == "first turn: something new"
+    assert score.category(evals.CheckResult("calls", True)) is None
+
+
+def test_a_page_run_scores_from_its_camel_case_events_and_a_failed_one_keeps_evals_reasons():
+    task = corpus.Task(kind="weather", prompt="Weather in Kano?", calls=[("weather", {"city": "Kano"})])
+    events = [{"type": "text", "text": "{"}, {"type": "usage", "promptTokens": 300, "completionTokens": 21, "cachedTokens": 0},
+              {"type": "turn", "turn": 1, "thought": "", "calls": [{"type": "call", "id": "call_1", "tool": "weather", "input": {"city": "Kano"}}]},
+              {"type": "call", "id": "call_1", "tool": "weather", "input": {"city": "Kano"}},
+              {"type": "result", "id": "call_1", "tool": "weather", "text": "sunny and 20°C in Kano", "error": False},
+              {"type": "usage", "promptTokens": 340, "completionTokens": 12, "cachedTokens": 290},
+              {"type": "finalDelta", "text": "Expect"}, {"type": "final", "text": "Expect sunny and 20°C in Kano.", "thought": ""}]  # fmt: skip
+    out = {"events": events, "raw": ["t1", "t2"], "genMs": [100.0, 60.0], "ms": 180.4, "system": ""}
+    result, row, run = page_eval.scored_run(task, out)
+    assert result.passed and result.outcome.seconds == pytest.approx(0.1804)
+    assert row == {"kind": "weather", "first_turn": True, "first_turn_failure": None, "quoted": True, "quote_failure": None, "final": True,
+                   "ending": "final", "turns": 1, "generations": 2, "retries": 0, "completion_tokens": 33}  # fmt: skip
+    assert run == {**task.to_dict(), **row, "ms": 180} and "events" not in run
+    missed = {**out, "events": [*events[:-1], {"type": "final", "text": "Sunny.", "thought": ""}]}
+    result, row, run = page_eval.scored_run(task, missed)
+    assert run["reasons"] == ["quoted: final does not quote the result"] and run["turns_raw"] == ["t1", "t2"]
+    assert [e["type"] for e in run["events"]] == ["text", "turn", "call", "result", "finalDelta", "final"]
+    summary = page_eval.mode_summary(evals.Report((result,)), [row], gen_ms=160.0, wall_ms=180.4)
+    assert summary["evals"] == {"cases": 1, "passed": 0, "failed": 1, "pass_rate": 0.0, "tokens": {"prompt": 640, "completion": 33, "cached": 290}, "seconds": 0.1804}
+    assert summary["tokens_per_s"] == pytest.approx(33 / 0.16) and summary["failures"] == {"final does not quote the result": 1}

@@ -138,6 +138,50 @@ async def test_first_turn_fails_when_the_first_generation_was_refused_even_if_th
     assert (await one(in_order, ["not json", *LISBON])).passed
 
 
+# -- stopped at the first turn ------------------------------------------------------------------
+
+
+async def test_stop_after_turn_stops_the_run_at_its_first_accepted_turn_before_any_tool_runs():
+    ran: list[str] = []
+
+    @tool
+    def kettle(litres: float) -> str:
+        """Boil water."""
+        ran.append("kettle")
+        return "boiled"
+
+    model = ScriptedModel(["not json", calls(("kettle", {"litres": 1.5})), final("never asked")])
+    case = evals.Case("Boil 1.5 litres.", calls=[evals.call("kettle", {"litres": 1.5})], stop_after="turn")
+    report = await evals.run([case], lambda: Agent(model=model, tools=[kettle]))
+    result = report.results[0]
+    assert result.passed, result.reasons
+    assert len(model.calls) == 2 and ran == []  # the retry ran, the tool and a second turn did not
+    o = result.outcome
+    assert (o.ending, o.answer, o.results) == ("turn", None, ())
+    assert [(c.tool, c.input) for c in o.calls] == [("kettle", {"litres": 1.5})]
+    assert [e.type for e in o.events if e.type != "text"] == ["usage", "retry", "usage", "turn"]
+    assert o.tokens.total > 0 and report.passed == 1
+    # the same case scored from a whole run's events counts them up to the first turn only
+    whole = await one(evals.Case("Weather in Lisbon?", calls=["weather"], answer="Rain in Lisbon: take an umbrella."), LISBON)
+    again = evals.score(evals.Case("Weather in Lisbon?", calls=["weather"], stop_after="turn"), [e.to_dict() for e in whole.outcome.events])
+    assert again.passed and again.outcome.ending == "turn" and again.outcome.results == ()
+
+
+async def test_stop_after_turn_fails_a_run_that_never_got_a_turn_and_checks_the_first_turns_calls():
+    case = evals.Case("Lisbon?", stop_after="turn")  # expects the turn only
+    result = await one(case, ["nope"] * 3)
+    assert not result.passed and result.outcome.ending == "end:retries"
+    assert result.reasons[0].startswith("ending: end:retries: ")
+    assert (await one(case, [final("No tool for that.")])).passed  # a final's turn is a turn
+    wrong = evals.Case("Lisbon?", calls=[("weather", evals.subset({"city": "Porto"}))], stop_after="turn")
+    assert (await one(wrong, LISBON)).reasons == ["calls: call 1: weather: city: expected 'Porto', got 'Lisbon'"]
+    seen = []
+    mine = evals.Case("Lisbon?", checks=[lambda run: seen.append(run.ending)], stop_after="turn")
+    assert (await one(mine, LISBON)).passed and seen == ["turn"]
+    ran_on = evals.score(evals.Case("Lisbon?", answer="x"), [e.to_dict() for e in (await one(case, LISBON)).outcome.events])
+    assert ran_on.check("ending").reason == "turn: the run was stopped after a turn, before its calls ran"
+
+
 # -- endings -------------------------------------------------------------------------------------
 
 
@@ -362,6 +406,8 @@ async def test_run_sync_inside_a_running_loop_says_to_await_run():
         (lambda: evals.Case("hi", calls="weather"), "calls must be a list of expected calls"),
         (lambda: evals.Case("hi", calls=[42]), "an expected call is call\\(tool, input\\), \\(tool, input\\) or a tool's name, got 42"),
         (lambda: evals.Case("hi", checks=["quoted"]), "checks must be functions of the outcome, got 'quoted'"),
+        (lambda: evals.Case("hi", calls=[], stop_after="call"), "case 'hi': unknown stop_after 'call' \\(known: None, 'turn'\\)"),
+        (lambda: evals.Case("hi", answer="x", stop_after="turn"), "case 'hi': a run stopped after its first turn has no answer to match"),
         (lambda: evals.matcher("regex", "r.*n"), "unknown matcher 'regex' \\(known: exact, subset, contains"),
         (lambda: evals.subset(["city"]), "subset takes a dict"),
         (lambda: evals.contains(), "contains takes one or more non-empty strings"),
@@ -390,6 +436,7 @@ async def test_a_case_kept_as_data():
         {"prompt": "Weather in Lisbon?", "name": "lisbon", "calls": [{"tool": "weather", "input": {"match": "subset", "value": {"city": "Lisbon"}}}],
          "answer": {"match": "contains", "value": ["Rain", "umbrella"]}, "calls_match": "any_order"}  # fmt: skip
     )
-    assert (case.name, case.calls_match, repr(case.answer)) == ("lisbon", "any_order", "contains('Rain', 'umbrella')")
+    assert (case.name, case.calls_match, repr(case.answer), case.stop_after) == ("lisbon", "any_order", "contains('Rain', 'umbrella')", None)
+    assert evals.Case.from_dict({"prompt": "hi", "calls": [{"tool": "weather"}], "stop_after": "turn"}).stop_after == "turn"
     assert (await evals.run([case], scripted({"lisbon": LISBON}))).passed == 1
     assert evals.Case.from_dict({"prompt": "hi", "answer": {"city": "Faro"}}).answer({"city": "Faro"}) is None  # no "match": exact

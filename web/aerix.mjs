@@ -77,7 +77,7 @@ const HERE = new URL("./", import.meta.url);
  * @param {string} [options.cacheKey] with a Blob `model`: keep its bytes in this browser under this
  *   key once they load, as `keepModel` does, for `model: "aerix-local:" + encodeURIComponent(key)`.
  * @param {string|URL} [options.base] where the site's files are (default: next to this module).
- * @param {object} [options.engine] options for `loadEngine` (nCtx, nThreads, nGpuLayers, seed, recorder);
+ * @param {object} [options.engine] options for `loadEngine` (nCtx, nThreads, nBatch, nUbatch, nGpuLayers, seed, recorder);
  *   or, for an OpenAI-compatible server, `{ baseUrl, model, apiKey, params, headers, retries, backoffS,
  *   maxBackoffS }` (OpenAIModel's parameters; any other is refused): `baseUrl` includes `/v1`, `model`
  *   is the name the server knows, `params` more body fields for every request, `retries` how many

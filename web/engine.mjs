@@ -60,7 +60,11 @@ const WASM_MAGIC = [0x00, 0x61, 0x73, 0x6d]; // "\0asm"
  *   `index.js` and `wllama.wasm`.
  * @param {number} [options.nCtx=4096] context size; wllama would otherwise use 1024 whatever the model says.
  * @param {number} [options.nThreads] threads when the page is cross-origin isolated
- *   (default: navigator.hardwareConcurrency); always 1 when it is not.
+ *   (default: navigator.hardwareConcurrency, at most 8: THREADS below); always 1 when it is not.
+ * @param {number} [options.nBatch] llama.cpp's `n_batch`: the most prompt tokens one decode call
+ *   takes (default: llama.cpp's, 2048). `info.n_batch` says what it used.
+ * @param {number} [options.nUbatch] llama.cpp's `n_ubatch`: the prompt tokens computed in one pass
+ *   of the model (default: llama.cpp's, 512; never above `n_batch`). `info.n_ubatch` says what it used.
  * @param {"auto"|"off"|"require"} [options.gpu="auto"] WebGPU: "auto" offloads the model's layers
  *   when the browser gives a WebGPU adapter and runs on the CPU otherwise; "off" never offloads;
  *   "require" fails loading, naming why, when there is no adapter. `info.backend` says which runs
@@ -85,7 +89,8 @@ const WASM_MAGIC = [0x00, 0x61, 0x73, 0x6d]; // "\0asm"
 export async function loadEngine(options) {
   if (typeof options !== "object" || options === null) throw new TypeError("loadEngine: give it its options, {model, ...}");
   const { model, cache = true, cacheKey, manifest, wllamaBase = "./wllama/", nCtx = 4096, nThreads, nGpuLayers, gpu = "auto" } = options;
-  const { onProgress, seed, recorder = false, prompt = "auto", template, logger = QUIET_LOGGER } = options;
+  const { onProgress, seed, recorder = false, prompt = "auto", template, logger = QUIET_LOGGER, nBatch, nUbatch } = options;
+  const batch = batchParams(nBatch, nUbatch);
   if (!["auto", "text", "chat"].includes(prompt)) throw new TypeError(`loadEngine: prompt must be "auto", "text" or "chat", got ${prompt}`);
   if (typeof cache !== "boolean") throw new TypeError(`loadEngine: cache must be true or false, got ${cache}`);
   if (!["auto", "off", "require"].includes(gpu)) throw new TypeError(`loadEngine: gpu must be "auto", "off" or "require", got ${gpu}`);
@@ -106,9 +111,9 @@ export async function loadEngine(options) {
   const { wllama, log } = await startWllama(new URL(wllamaBase, pageUrl()), logger);
   // Threads need SharedArrayBuffer, i.e. COOP/COEP; without them wllama would fall back silently.
   const isolated = globalThis.crossOriginIsolated === true;
-  const threads = isolated ? Math.max(1, nThreads ?? navigator.hardwareConcurrency ?? 1) : 1;
+  const threads = isolated ? Math.max(1, nThreads ?? defaultThreads()) : 1;
   const loadStarted = performance.now();
-  const params = { n_ctx: nCtx, n_threads: threads, n_gpu_layers: adapter ? nGpuLayers : 0, ...(seed === undefined ? {} : { seed }), ...(template ? { chat_template: template } : {}) };
+  const params = { n_ctx: nCtx, n_threads: threads, n_gpu_layers: adapter ? nGpuLayers : 0, ...batch, ...(seed === undefined ? {} : { seed }), ...(template ? { chat_template: template } : {}) };
   const ctx = await loadModel(wllama, blob, params, source, (why, cause) => new Error(`the engine could not load ${label}: ${[why, ...log.complaints].join("; ")}`, { cause }));
   const chatTemplate = template || wllama.getChatTemplate?.() || "";
   if (!chatTemplate) {
@@ -126,6 +131,8 @@ export async function loadEngine(options) {
     n_ctx: ctx.n_ctx,
     n_vocab: ctx.n_vocab,
     n_threads: wllama.getNumThreads(),
+    n_batch: ctx.n_batch,
+    n_ubatch: ctx.n_ubatch,
     isolated,
     backend: adapter && nGpuLayers !== 0 && !log.gpuLayers?.startsWith("0/") ? "webgpu" : "cpu",
     gpuLayers: log.gpuLayers,
@@ -137,6 +144,42 @@ export async function loadEngine(options) {
   };
   promptMode.then((mode) => (info.prompt = mode), () => {});
   return engineOf(wllama, info, promptMode, recorder, /enable_thinking/.test(chatTemplate));
+}
+
+/*
+ * THREADS. Without `nThreads` a cross-origin isolated page gets one engine thread per logical core
+ * the browser reports, at most 8. The cap is read from the engine, not measured (this project's
+ * machine has 2 vCPUs): wllama starts one Web Worker per thread before the model loads, each
+ * instantiating the 10 MB wasm module (emscripten's pthread pool, sized by `n_threads`), so every
+ * thread costs start-up time; and llama.cpp's CPU backend splits each operation of the graph
+ * across all threads and waits for the slowest at its end, so a thread that shares its core with
+ * the page (or with Python in the worker) holds the others up, and a 135M model's small matrices
+ * give little work per thread to pay for that wait. wllama's own default is half the cores
+ * (floor(hardwareConcurrency / 2)), which would give 1 thread on a 2-core machine, where 2
+ * measured 1.8× faster (bench/README.md, "threads"): up to 8 cores nothing changes.
+ */
+const MAX_DEFAULT_THREADS = 8;
+
+/** The engine's threads when the caller names none (THREADS). */
+function defaultThreads() {
+  return Math.min(MAX_DEFAULT_THREADS, Math.max(1, navigator.hardwareConcurrency || 1));
+}
+
+/**
+ * llama.cpp's `n_batch`/`n_ubatch` for the options given (none: llama.cpp's defaults).
+ * @param {unknown} nBatch
+ * @param {unknown} nUbatch
+ * @returns {{n_batch?: number, n_ubatch?: number}}
+ */
+function batchParams(nBatch, nUbatch) {
+  /** @type {{n_batch?: number, n_ubatch?: number}} */
+  const out = {};
+  for (const [name, key, value] of /** @type {const} */ ([["nBatch", "n_batch", nBatch], ["nUbatch", "n_ubatch", nUbatch]])) {
+    if (value === undefined) continue;
+    if (typeof value !== "number" || !Number.isInteger(value) || value < 1) throw new TypeError(`loadEngine: ${name} must be a whole number of tokens ≥ 1, got ${value}`);
+    out[key] = value;
+  }
+  return out;
 }
 
 /**
@@ -290,7 +333,8 @@ async function modelFacts(wllama, template, counting) {
  * (general.file_type by llama.cpp's name, "Q4_K_M"), `template` (the chat template's family:
  * "chatml", "qwen3", "llama3", "gemma", "mistral", "phi", "other"). Unknown facts read "unknown".
  * `backend` and `gpuLayers`: see the `gpu` option.
- * @typedef {{prompt: "text"|"chat"|"pending", n_ctx: number, n_vocab: number, n_threads: number, isolated: boolean, cached: boolean, fetchMs: number, loadMs: number,
+ * `n_batch`/`n_ubatch`: llama.cpp's batch sizes (see the options of the same names).
+ * @typedef {{prompt: "text"|"chat"|"pending", n_ctx: number, n_vocab: number, n_threads: number, n_batch: number, n_ubatch: number, isolated: boolean, cached: boolean, fetchMs: number, loadMs: number,
  *   n_ctx_train: number, name: string, architecture: string, parameters: string, n_params: number|null, quantisation: string,
  *   template: string, backend: "cpu"|"webgpu", gpuLayers: string|null}} EngineInfo
  */

@@ -97,9 +97,10 @@ general-model: build
 # -- benchmarks --------------------------------------------------------------------------
 
 # P1-P9 and threads, each a ratio of A and B measured in interleaved pairs in headless Chromium
-# (P1, P2, P4, P5, P7 in both modes, page and worker; P9 against llama-server on SmolLM2);
-# prints the table and writes bench/results/latest.json (see bench/run.py and bench/README.md).
-# BENCH_PAIRS=5 by default; about 15 minutes on 2 shared vCPUs.
+# (P1, P2, P4, P5, P7 in both modes, page and worker; P9 against llama-server on SmolLM2); P10,
+# the time to a demo task's first answer token on real models (bench/first_answer.py); prints the
+# table and writes bench/results/latest.json (see bench/run.py and bench/README.md).
+# BENCH_PAIRS=5 by default; about 15 minutes on 2 shared vCPUs without P10 (its time not yet measured).
 BENCH_PAIRS ?= 5
 bench: build chromium smollm2 llama-server
 	$(PY) -m bench.run --pairs $(BENCH_PAIRS)

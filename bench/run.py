@@ -16,6 +16,8 @@ misses its goal is reported as such.
     P7  the longest main-thread task during an agent run (P1's runs), worker mode            ≤ 50 ms
     P8  second-visit boot ÷ first-visit boot, the model in the browser's cache               report
     P9  wasm ÷ native tok/s (prompt, generation), SmolLM2-135M Q4_1, Q8_0 (and aerix-general), 1 and 2 threads report
+    P10 a demo task's send → first answer token, cold (new page) and warm (second agent), 2 threads  ≤ 4 s / ≤ 1.5 s
+        (bench/first_answer.py, its own page: bench/first_answer.html)
 
 P1, P2, P4, P5 and P7 are measured in both modes of the runtime: "page" (Python and the engine
 in the page) and "worker" (boot({worker: true})); B sides are always JavaScript in the page.
@@ -40,6 +42,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any, Callable
 
+from bench import first_answer
 from build.chromium import launch
 from build.models import chatml
 from build.serve import SiteHandler, _Server
@@ -464,6 +467,7 @@ def rows(r: dict[str, Any]) -> list[tuple[str, str, str, str, str, str]]:
         for key, what in (("pp", "prompt processing"), ("tg", "generation")):
             out.append((f"P9 {label}", f"wasm ÷ native tok/s, {what}", "report", f"{p[key]:.3f}", "",
                         f"{p[f'wasm_{key}_tok_s']:.1f} vs {p[f'native_{key}_tok_s']:.1f} tok/s ({p['prompt_tokens']}-token prompt, {P9_TOKENS} generated)"))  # fmt: skip
+    out += first_answer.rows(r.get("P10"))
     if "P6" in r:
         first, later = r["P6"]["first_check_ms"]["median"], r["P6"]["later_check_ms"]["median"]
         for n, p in r["P6"].items():
@@ -507,7 +511,7 @@ def machine(browser_version: str) -> dict[str, Any]:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--pairs", type=int, default=5, help="pairs per ratio (default 5)")
-    ap.add_argument("--only", default="P1,P3,P4,P5,P6,P9", help="comma-separated: P1 (with P2 and P7), P3, P4 (with P8), P5 (with threads), P6, P9")
+    ap.add_argument("--only", default="P1,P3,P4,P5,P6,P9,P10", help="comma-separated: P1 (with P2 and P7), P3, P4 (with P8), P5 (with threads), P6, P9, P10")
     ap.add_argument("--out", default=str(BENCH / "results" / "latest.json"))
     args = ap.parse_args()
     only = set(args.only.upper().split(","))
@@ -539,6 +543,8 @@ def main() -> int:
             results.update(p4(browser, origin, args.pairs))
         if "P9" in only:
             results["P9"] = p9(browser, origin, args.pairs)
+        if "P10" in only:  # 2 or 3 page loads per model and mode: each runs two agents on a real model
+            results["P10"] = first_answer.p10(browser, origin, max(2, min(args.pairs, 3)), log=log)
         browser.close()
     server.shutdown()
     elapsed = time.monotonic() - started

@@ -1,0 +1,77 @@
+/**
+ * P10's page: what a person waits for before the first word of an answer (bench/first_answer.py
+ * opens it in a fresh browser context per load, so nothing of an earlier load is cached).
+ *
+ *   /bench/first_answer.html?model=/models/smollm2-q8_0.gguf&worker=1&threads=2&task=...&task=...
+ *     [&nBatch=N&nUbatch=N]
+ *
+ * It boots aerix (page mode, or `worker=1`: boot({worker: true})) on `model` with `threads` engine
+ * threads, then builds the demo's agent (web/demo-tools.mjs: its instructions and five tools) and
+ * sends the first `task` ("cold": the engine has seen nothing yet), then builds a second agent with
+ * the same instructions and tools and sends the second `task` ("warm": the system message is in the
+ * engine's cache). Per agent, in ms from its send: the first `text` event (the engine's first
+ * token), the first `final_delta` (the answer's first words; `answerGeneration`: in which
+ * generation of the run), the end of the run; and each
+ * generation's usage [prompt, cached, completion] (prompt − cached: the prompt tokens the engine
+ * processed). Times are performance.now() (ms since navigation started); the result lands in
+ * window.result.
+ */
+import { boot } from "/aerix.mjs";
+import { INSTRUCTIONS, tools } from "/demo-tools.mjs";
+
+const params = new URLSearchParams(location.search);
+const at = () => performance.now();
+const LIMIT_MS = 240_000; // an agent that has not answered by then is stopped (its answer: null)
+
+/** The engine options of the query: threads, and the batch sizes only when given. */
+function engineOptions() {
+  const out = { nThreads: Number(params.get("threads") ?? 2) };
+  for (const name of ["nBatch", "nUbatch"]) if (params.has(name)) out[name] = Number(params.get(name));
+  return out;
+}
+
+/** One agent's first task: build it, send `prompt`, time its events until the run ends. */
+async function firstAnswer(ai, prompt) {
+  const built = at();
+  const agent = ai.agent({ instructions: INSTRUCTIONS, tools, limits: { turns: 4, maxTokens: 256 } });
+  await agent.ready;
+  const sent = at();
+  const out = { prompt, agentMs: sent - built, sentAt: sent, firstTokenMs: null, firstAnswerMs: null, answerGeneration: null, usage: [], calls: [], ending: null };
+  const stop = new AbortController();
+  const timer = setTimeout(() => stop.abort(), LIMIT_MS);
+  try {
+    for await (const ev of agent.run(prompt, { signal: stop.signal })) {
+      const ms = at() - sent;
+      if (ev.type === "text" && out.firstTokenMs === null) out.firstTokenMs = ms;
+      if (ev.type === "final_delta" && out.firstAnswerMs === null) {
+        out.firstAnswerMs = ms;
+        out.answerGeneration = out.usage.length + 1; // a generation's usage comes when it ends
+      }
+      if (ev.type === "usage") out.usage.push([ev.promptTokens, ev.cachedTokens, ev.completionTokens]);
+      if (ev.type === "call") out.calls.push(ev.tool);
+      if (ev.type === "final") out.ending = "final";
+      if (ev.type === "end") out.ending = `end ${ev.reason}`;
+    }
+  } finally {
+    clearTimeout(timer);
+  }
+  out.ms = at() - sent;
+  agent.destroy?.();
+  return out;
+}
+
+const result = { start: at() };
+try {
+  const ai = await boot({ model: params.get("model"), worker: params.get("worker") === "1", engine: engineOptions() });
+  result.ready = at();
+  const info = ai.engine.info;
+  result.engine = { n_threads: info.n_threads, n_batch: info.n_batch, n_ubatch: info.n_ubatch, isolated: info.isolated, fetchMs: info.fetchMs, loadMs: info.loadMs };
+  const [cold, warm] = params.getAll("task");
+  result.cold = await firstAnswer(ai, cold);
+  result.warm = await firstAnswer(ai, warm);
+  result.engine.prompt = ai.engine.info.prompt;
+  result.ok = true;
+} catch (e) {
+  result.error = String(e?.stack ?? e);
+}
+window.result = result;

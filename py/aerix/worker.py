@@ -29,7 +29,7 @@ last checkpoint. One line per change of a run's state goes to ``log`` (stderr by
 
     t=1714000000.123 worker=w1 run=4f2a... state=taken from=queued
     t=... worker=w1 run=4f2a... state=waiting approval=c1.1
-    t=... worker=w1 run=4f2a... state=ended ending=final       (or ending=end reason=turns)
+    t=... worker=w1 run=4f2a... state=ended ending=final       (or ending=end reason=turns message="...")
     t=... worker=w1 run=4f2a... state=released
 """
 
@@ -254,7 +254,7 @@ class Worker:
         elif ev.type == "final":
             self.say("ended", run_id, ending="final")
         elif ev.type == "end":
-            self.say("ended", run_id, ending="end", reason=ev.reason)
+            self.say("ended", run_id, ending="end", reason=ev.reason, message=ev.message)
 
 
 def parse_line(line: str) -> dict[str, str]:

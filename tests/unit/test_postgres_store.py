@@ -217,13 +217,13 @@ async def test_a_dsn_that_does_not_parse_is_a_store_error_without_its_password(p
 
 
 async def test_an_unreachable_server_or_a_refused_login_is_a_store_error_naming_it(postgres, postgres_dsn):
-    from pg_server import SECRET_ROLE, _free_port
+    from build.pg import SECRET_ROLE, free_port
 
     from aerix.stores import PostgresStore
 
     database = postgres_dsn.rsplit("/", 1)[1]
     cases = {
-        f"postgresql://app:hunter2@127.0.0.1:{_free_port()}/runs": ("Connection refused", "app@127.0.0.1:"),
+        f"postgresql://app:hunter2@127.0.0.1:{free_port()}/runs": ("Connection refused", "app@127.0.0.1:"),
         postgres.dsn(database, SECRET_ROLE, "hunter2"): ("password authentication failed", f"{SECRET_ROLE}@127.0.0.1:{postgres.port}/{database}"),
         postgres.dsn("no_such_db"): ('database "no_such_db" does not exist', "/no_such_db"),
     }

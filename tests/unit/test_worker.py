@@ -284,6 +284,36 @@ async def test_two_workers_on_one_database_share_the_runs_never_one_run_at_once(
         assert len(keys) == 16 and once_each(keys)
 
 
+class Listing(MemoryStore):
+    """Writes down how the worker lists runs: ``by status`` (with which) or ``all``."""
+
+    def __init__(self, by_status: bool) -> None:
+        super().__init__()
+        self.asked: list[object] = []
+        if not by_status:
+            self.list_runs_by_status = None  # a store without the optional method
+
+    async def list_runs(self):
+        self.asked.append("all")
+        return await MemoryStore.list_runs(self)
+
+    async def list_runs_by_status(self, statuses):
+        self.asked.append(sorted(statuses))
+        return await MemoryStore.list_runs_by_status(self, statuses)
+
+
+@pytest.mark.parametrize("by_status", [True, False], ids=["list_runs_by_status", "without it"])
+async def test_a_worker_polls_for_the_runs_it_may_take_where_the_store_picks_them_out(by_status):
+    store = Listing(by_status)
+    api = factory(store)
+    ids = [(await api.start(f"tag=p{i}")).id for i in range(2)]
+    worker = Worker(store, factory, concurrency=2, log=lambda line: None)
+    assert await worker.poll() == 2
+    await worker.idle()
+    assert await worker.poll() == 0 and [(await api.get_run(i)).status for i in ids] == ["completed"] * 2
+    assert store.asked == ([["interrupted", "queued", "running", "waiting"]] * 2 if by_status else ["all"] * 2)
+
+
 # -- a run whose record the store cannot keep ------------------------------------------------------
 
 

@@ -21,7 +21,8 @@ worker taking over a run the killed one held (``state=recovered``), about ``--le
 
 The store: ``--store URL`` (``postgresql://...`` or ``sqlite:///...``, as ``python -m aerix worker``
 takes it); by default a throwaway PostgreSQL when one is installed (:func:`throwaway_postgres`),
-else a SQLite file in a temporary folder. Exit status 1 when a check fails.
+else a SQLite file in a temporary folder (a line says so). The report names the store it ran on.
+Exit status 1 when a check fails.
 """
 
 from __future__ import annotations
@@ -111,10 +112,17 @@ def factory(store: Any) -> Any:
 
 
 def throwaway_postgres(stack: ExitStack) -> str | None:
-    """The DSN of a throwaway PostgreSQL started for this run (stopped when ``stack`` closes), or
-    ``None`` when none is installed. Hook: the test suite's throwaway-PostgreSQL helper (issue 32,
-    item 3) goes here; until it is merged, ``None``."""
-    return None
+    """The DSN of a fresh database on a throwaway PostgreSQL started for this run (build/pg.py:
+    ``initdb`` into a temporary folder, a loopback port; stopped and removed when ``stack``
+    closes), or ``None``, saying why on stdout, when none can be had here."""
+    from build.pg import missing_reason
+    from build.pg import throwaway_postgres as start
+
+    reason = missing_reason()
+    if reason is not None:
+        print(f"chaos: no throwaway PostgreSQL ({reason}): the store is a SQLite file")
+        return None
+    return stack.enter_context(start()).new_database("chaos")
 
 
 # -- the driver -----------------------------------------------------------------------------------
@@ -125,6 +133,7 @@ class Fleet:
 
     def __init__(self, store_url: str, folder: Path, args: argparse.Namespace) -> None:
         self.url, self.folder, self.args = store_url, folder, args
+        self.where = store_url  # the store's repr, for the report
         self.procs: dict[str, subprocess.Popen[bytes]] = {}
         self.logs: list[Path] = []
         self.kills: list[dict[str, Any]] = []
@@ -204,9 +213,19 @@ async def drive(args: argparse.Namespace, url: str, folder: Path) -> int:
 
     os.environ[LEDGER_ENV] = str(folder / "ledger.sqlite3")
     store = open_store(url)
+    print(f"chaos: store {store!r}", flush=True)  # its repr: never a password
+    try:
+        return await _drive(args, store, Fleet(url, folder, args))
+    finally:
+        closed = store.close()
+        if asyncio.iscoroutine(closed):
+            await closed
+
+
+async def _drive(args: argparse.Namespace, store: Any, fleet: Fleet) -> int:
     api = factory(store)
     rng = random.Random(args.seed)
-    fleet = Fleet(url, folder, args)
+    fleet.where = repr(store)
     began = time.time()
     made = await enqueue(api, args.runs, rng)
     for i in range(args.workers):
@@ -263,7 +282,7 @@ def report(found: dict[str, Any], began: float, fleet: Fleet, args: argparse.Nam
     took = max(found["last"] - began, 1e-9)
     rec = recoveries(fleet)
     orphaned = sum(len(k["held"]) for k in fleet.kills)
-    print(f"chaos: {args.workers} workers x {args.concurrency}, {args.runs} runs, store {fleet.url}, lease {args.lease_s:g} s, poll {args.poll_s:g} s, seed {args.seed}")
+    print(f"chaos: {args.workers} workers x {args.concurrency}, {args.runs} runs, store {fleet.where}, lease {args.lease_s:g} s, poll {args.poll_s:g} s, seed {args.seed}")
     print(f"  ended {found['ended']}/{args.runs} in {took:.1f} s: {60 * found['ended'] / took:.1f} runs/min")
     print(f"  kills {len(fleet.kills)} (SIGKILL), runs orphaned {orphaned}, recovered {len(rec)}")
     if rec:

@@ -7,8 +7,9 @@ sharing one store (``python -m aerix worker``; the command is :mod:`aerix.worker
 ``make_agent(store)`` is called once per slot (``concurrency`` of them: an Agent executes one run
 at a time) and returns an ``Agent`` built with that store, ``Agent(..., store=store)``; each slot
 holds leases under a name of its own (``<worker name>/<slot>.<random>``). Every ``poll_s``
-seconds, and as soon as a slot frees up, the worker lists the store's runs of its agent's name,
-oldest first, and offers each free slot the first it may execute:
+seconds, and as soon as a slot frees up, the worker lists the store's runs of the four statuses
+below (``list_runs_by_status`` where the store has it, else every run), oldest first, and offers
+each free slot the first of its agent's name it may execute:
 
     queued        made by ``Agent.start`` (anywhere) and not yet begun          -> state=taken
     interrupted   drained by a worker, or left by a page or process that stopped -> state=resumed
@@ -29,7 +30,7 @@ last checkpoint. One line per change of a run's state goes to ``log`` (stderr by
 
     t=1714000000.123 worker=w1 run=4f2a... state=taken from=queued
     t=... worker=w1 run=4f2a... state=waiting approval=c1.1
-    t=... worker=w1 run=4f2a... state=ended ending=final       (or ending=end reason=turns)
+    t=... worker=w1 run=4f2a... state=ended ending=final       (or ending=end reason=turns message="...")
     t=... worker=w1 run=4f2a... state=released
 """
 
@@ -48,6 +49,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from .durable.book import use_store
 from .errors import AerixError
+from .stores import has_runs_by_status
 
 if TYPE_CHECKING:
     from .agent import Agent
@@ -152,7 +154,7 @@ class Worker:
         if not free or self.draining:
             return 0
         began = 0
-        for data in await use_store("list_runs", lambda: self.store.list_runs(), list):
+        for data in await self._listed():
             if not free or self.draining:
                 break
             offered = await self._offered(data)
@@ -170,6 +172,13 @@ class Worker:
             self.going[listed.id] = asyncio.ensure_future(self._execute(slot, *taken))
             began += 1
         return began
+
+    async def _listed(self) -> list[Any]:
+        """The runs a slot may take (and some it may not), oldest first: by status where the
+        store can pick them out (``list_runs_by_status``), else every run."""
+        if has_runs_by_status(self.store):
+            return await use_store("list_runs_by_status", lambda: self.store.list_runs_by_status(list(_STATE_OF)), list)  # type: ignore[no-any-return]
+        return await use_store("list_runs", lambda: self.store.list_runs(), list)  # type: ignore[no-any-return]
 
     async def _offered(self, data: Any) -> tuple[RunRecord, str | None] | None:
         """The run ``data`` holds if a slot may take it now (see the module's docstring), and the
@@ -254,7 +263,7 @@ class Worker:
         elif ev.type == "final":
             self.say("ended", run_id, ending="final")
         elif ev.type == "end":
-            self.say("ended", run_id, ending="end", reason=ev.reason)
+            self.say("ended", run_id, ending="end", reason=ev.reason, message=ev.message)
 
 
 def parse_line(line: str) -> dict[str, str]:

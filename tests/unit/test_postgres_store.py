@@ -9,6 +9,7 @@ Without PostgreSQL these skip, saying why on stderr (``AERIX_REQUIRE_POSTGRES=1`
 from __future__ import annotations
 
 import asyncio
+import json
 import sys
 
 import pytest
@@ -93,6 +94,28 @@ async def test_a_database_newer_than_this_aerix_is_a_store_error(postgres, postg
         await newer.get_run("r1")
     await newer.close()
     assert e.value.kind == "store" and "version 99" in e.value.message and "upgrade aerix" in e.value.message
+
+
+async def test_a_version_1_database_gains_the_status_index_and_keeps_its_runs(postgres, postgres_dsn):
+    from aerix.stores.postgres import MIGRATIONS, SCHEMA_VERSION
+
+    record = {"id": "r1", "prompt": "p", "status": "queued", "created_at": 1.0}
+    with postgres.connect(postgres_dsn.rsplit("/", 1)[1]) as conn:  # as aerix made it before list_runs_by_status
+        conn.execute("create schema aerix; create table aerix.schema_version (version integer not null)")
+        conn.execute(MIGRATIONS[0].encode())
+        conn.execute("insert into aerix.schema_version values (1)")
+        conn.execute("insert into aerix.runs (id, created_at, data) values ('r1', 1.0, %s::jsonb)", (json.dumps(record),))
+    (store,) = stores(postgres_dsn, 1)
+    try:
+        assert [r["id"] for r in await store.list_runs_by_status(["queued"])] == ["r1"] and await store.get_run("r1") == record
+    finally:
+        await store.close()
+    with postgres.connect(postgres_dsn.rsplit("/", 1)[1]) as conn:
+        assert SCHEMA_VERSION == 2 and conn.execute("select version from aerix.schema_version").fetchall() == [(2,)]
+        assert conn.execute("select to_regclass('aerix.runs_by_status') is not null").fetchone() == (True,)
+        conn.execute("set enable_seqscan = off")  # the index serves the poll's condition (a table this small would be scanned)
+        plan = conn.execute("explain select count(*) from aerix.runs where data->>'status' = any(%s)", (["queued"],)).fetchall()
+        assert "runs_by_status" in str(plan), plan
 
 
 # -- leases and state across connections and stores ----------------------------------------
@@ -217,13 +240,13 @@ async def test_a_dsn_that_does_not_parse_is_a_store_error_without_its_password(p
 
 
 async def test_an_unreachable_server_or_a_refused_login_is_a_store_error_naming_it(postgres, postgres_dsn):
-    from pg_server import SECRET_ROLE, _free_port
+    from build.pg import SECRET_ROLE, free_port
 
     from aerix.stores import PostgresStore
 
     database = postgres_dsn.rsplit("/", 1)[1]
     cases = {
-        f"postgresql://app:hunter2@127.0.0.1:{_free_port()}/runs": ("Connection refused", "app@127.0.0.1:"),
+        f"postgresql://app:hunter2@127.0.0.1:{free_port()}/runs": ("Connection refused", "app@127.0.0.1:"),
         postgres.dsn(database, SECRET_ROLE, "hunter2"): ("password authentication failed", f"{SECRET_ROLE}@127.0.0.1:{postgres.port}/{database}"),
         postgres.dsn("no_such_db"): ('database "no_such_db" does not exist', "/no_such_db"),
     }

@@ -35,7 +35,7 @@ def test_one_event_vocabulary_per_seam():
 
 
 def test_every_module_declares_all_and_it_resolves():
-    for name in ("abort", "agent", "artifacts", "calls", "channels", "choose", "compaction", "conversations", "digest", "durable", "durable.book", "durable.lifecycle", "durable.record", "errors", "eval_matchers", "eval_report", "evals", "events", "fields", "handoffs", "input_types", "input_view", "inputs", "limits", "loop", "mcp", "mcp_client", "model", "output", "patterns", "proxy", "proxy_mcp", "serve", "sizes", "state", "stores", "stores.contract", "stores.postgres", "stores.sqlite", "subagents", "testing", "tools", "trace_export", "trace_spans", "tracing", "trust", "turn", "turn_format", "worker", "worker_cli"):
+    for name in ("abort", "agent", "artifacts", "calls", "channels", "choose", "compaction", "conversations", "digest", "durable", "durable.book", "durable.lifecycle", "durable.record", "errors", "eval_matchers", "eval_report", "evals", "events", "fields", "handoffs", "input_types", "input_view", "inputs", "limits", "loop", "mcp", "mcp_client", "model", "output", "patterns", "proxy", "proxy_mcp", "serve", "sizes", "state", "stores", "stores.contract", "stores.postgres", "stores.postgres_pool", "stores.sqlite", "subagents", "testing", "tools", "trace_export", "trace_spans", "tracing", "trust", "turn", "turn_format", "worker", "worker_cli"):
         module = importlib.import_module(f"aerix.{name}")
         assert module.__all__, name
         for symbol in module.__all__:

@@ -91,6 +91,7 @@ async def test_an_unreadable_sqlite_row_is_listed_corrupt_and_hides_no_other(tmp
     runs = await agent.runs()
     assert [(r.id, r.status) for r in runs] == [("r1", "queued"), ("bad", "corrupt"), ("list", "corrupt"), ("r3", "queued")]
     assert "not JSON" in runs[1].error and "list" in runs[2].error
+    assert [r["id"] for r in await store.list_runs_by_status(["queued"])] == ["r1", "r3"], "a row that is not JSON fails no query"
     assert [r.id for r in await agent.recover()] == ["r1", "r3"]
     with pytest.raises(AerixError) as e:
         await agent.get_run("bad")
@@ -156,6 +157,15 @@ async def test_the_contract_catches_a_store_that_ignores_a_check(ignores):
 
     with pytest.raises(AssertionError):
         await verify_store(Careless)
+async def test_the_contract_catches_a_store_that_lists_runs_of_other_statuses():
+    class Everything(MemoryStore):
+        async def list_runs_by_status(self, statuses):
+            return await self.list_runs()
+
+    with pytest.raises(AssertionError, match="check_runs_are_listed_by_status_oldest_first"):
+        await verify_store(Everything)
+
+
 def test_a_js_store_without_state_items_keeps_agent_state_whole():
     from aerix.stores import has_state_items
     from aerix.stores.indexeddb import IndexedDBStore

@@ -80,7 +80,7 @@ class Durable:
                 self.record.status = "waiting" if isinstance(stop, Waiting) else "interrupted"
                 await self._save()
             except AerixError as e:
-                return End("error", e.message)
+                return await self._end_as_stored(e) or End("error", e.message)
             return stop
         ending = stop.to_dict()
         try:
@@ -90,7 +90,30 @@ class Durable:
             self.record.ending, self.record.status = None, "running"
             if self.lease_lost:  # another executor has the run: the ending it records is the run's
                 return End("error", e.message)
+            return await self._end_as_stored(e) or stop
         return stop
+
+    async def _end_as_stored(self, e: AerixError) -> End | None:
+        """After the store refused to record a stop: the run ends ``error``, naming why, on its
+        record as this executor last stored it, if the store takes that. A record the store cannot
+        keep (PostgreSQL's jsonb has no U+0000) would otherwise be resumed into the same refusal
+        by every executor, forever. ``None`` when the store fails again (it is down: the run is
+        left for a resume once it works) or the record moved on (another executor has it)."""
+        if self.lease_lost:
+            return None
+        try:
+            data = await use_store("get_run", lambda: self.store.get_run(self.record.id), (dict, type(None)))
+            if data is None or data.get("revision", 0) != self.record.revision:
+                return None
+            record = RunRecord.from_dict(data)
+            end = End("error", f"{e.message}; the run ended at its last recorded checkpoint")
+            record.ending, record.status, record.updated_at = end.to_dict(), "failed", self.clock()
+            if not await save_record(self.store, record, self.holder):
+                return None
+        except AerixError:
+            return None
+        self.record = record
+        return end
 
     async def interrupted(self) -> None:
         if not self.record.ended and self.record.status != "waiting":

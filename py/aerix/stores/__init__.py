@@ -59,6 +59,15 @@ returns a copy of it, or ``None``. The keys are agent names (what ``aerix.agent_
 and ``conversation:<agent name>/<conversation id>`` (a kept conversation, ``aerix.conversations``):
 any string, then. State lives apart from runs, effects and leases.
 
+Runs by status (optional)::
+
+        async def list_runs_by_status(self, statuses: list[str]) -> list[dict]  # oldest first
+
+returns the runs whose ``status`` is one of ``statuses``, in ``list_runs``'s order (a record that
+does not read has no status: it is not listed). A worker polls with it, so that each poll reads
+the runs it may take, not every run the store ever kept; without it the worker reads
+``list_runs`` and picks them out itself. :func:`has_runs_by_status` says whether a store has it.
+
 State items (optional: a store may have all three, or none):
 
         async def get_state_items(self, agent: str) -> dict[str, dict]     # every item, in the order first put
@@ -103,7 +112,7 @@ if TYPE_CHECKING:
     from .postgres import PostgresStore
     from .sqlite import SQLiteStore
 
-__all__ = ["IndexedDBStore", "MemoryStore", "PostgresStore", "SQLiteStore", "STATE_ITEM_METHODS", "STORE_METHODS", "Store", "check_store", "has_state_items"]
+__all__ = ["IndexedDBStore", "MemoryStore", "PostgresStore", "SQLiteStore", "STATE_ITEM_METHODS", "STORE_METHODS", "Store", "check_store", "has_runs_by_status", "has_state_items"]
 
 
 def __getattr__(name: str) -> Any:
@@ -146,6 +155,11 @@ STORE_METHODS: tuple[str, ...] = tuple(name for name, value in vars(Store).items
 
 STATE_ITEM_METHODS: tuple[str, ...] = ("get_state_items", "get_state_item", "put_state_items")
 """The optional methods that keep agent state by item (see the module's docstring)."""
+
+
+def has_runs_by_status(store: Any) -> bool:
+    """Whether ``store`` has the optional ``list_runs_by_status`` (see the module's docstring)."""
+    return callable(getattr(store, "list_runs_by_status", None))
 
 
 def has_state_items(store: Any) -> bool:
@@ -230,6 +244,10 @@ class MemoryStore:
 
     async def list_runs(self) -> list[dict[str, Any]]:
         return [copy.deepcopy(r) for r in sorted(self._runs.values(), key=lambda r: (r.get("created_at", 0), r["id"]))]
+
+    async def list_runs_by_status(self, statuses: list[str]) -> list[dict[str, Any]]:
+        runs = sorted((r for r in self._runs.values() if r.get("status") in statuses), key=lambda r: (r.get("created_at", 0), r["id"]))
+        return [copy.deepcopy(r) for r in runs]
 
     async def get_effect(self, key: str) -> str | None:
         return self._effects.get(key)

@@ -19,8 +19,7 @@ A row the store cannot decode at all (text that is not JSON) cannot be made thro
 test it with your own medium, as ``tests/unit/test_stores.py`` does for SQLite: it must come back
 as ``{"id": <its id>, "corrupt": <why>}`` and hide no other record.
 
-The checks of the state item methods pass at once on a store without them (they are optional;
-see ``aerix.stores``).
+Optional methods (runs by status, state items; ``aerix.stores``) pass their checks on a store without them.
 """
 
 from __future__ import annotations
@@ -29,7 +28,7 @@ import asyncio
 import hashlib
 from typing import Any, Awaitable, Callable
 
-from . import has_state_items
+from . import has_runs_by_status, has_state_items
 
 __all__ = ["CHECKS", "verify_store"]
 
@@ -291,7 +290,18 @@ async def check_a_state_key_may_be_any_string(store: Any) -> None:
     assert await store.get_state("planner") == {"values": {}}, "another key is another state"
 
 
-# -- agent state by item (optional: checked on a store that has the three methods) ---------
+# -- optional methods: runs by status, agent state by item (checked on a store that has them) ---
+
+
+async def check_runs_are_listed_by_status_oldest_first(store: Any) -> None:
+    if not has_runs_by_status(store):
+        return
+    for run_id, t, status in (("d", 4.0, "waiting"), ("b", 2.0, "queued"), ("c", 3.0, "completed"), ("a", 1.0, "running")):
+        await store.create_run(_run(run_id, created_at=t, status=status))
+    assert [r["id"] for r in await store.list_runs_by_status(["queued", "running", "waiting"])] == ["a", "b", "d"], "those statuses' runs, oldest first"
+    assert await store.list_runs_by_status([]) == [] and await store.list_runs_by_status(["failed"]) == [], "none of those statuses: []"
+    assert await store.save_run({**(await store.get_run("b")), "status": "completed"})
+    assert [r["id"] for r in await store.list_runs_by_status(["completed"])] == ["b", "c"], "a saved run is listed by its new status"
 
 
 async def check_state_items_are_kept_per_agent_in_put_order(store: Any) -> None:
@@ -416,6 +426,7 @@ CHECKS: tuple[Callable[[Any], Awaitable[None]], ...] = (
     check_the_callers_state_is_not_the_stored_one,
     check_state_is_apart_from_runs,
     check_a_state_key_may_be_any_string,
+    check_runs_are_listed_by_status_oldest_first,
     check_state_items_are_kept_per_agent_in_put_order,
     check_state_items_come_back_exactly,
     check_concurrent_puts_of_different_items_all_land,

@@ -12,7 +12,8 @@ from another loop (``asyncio.run`` after ``asyncio.run``) drops the old connecti
 does not parse, a server that cannot be reached or refuses the login, and a failed statement are
 ``AerixError(kind="store")`` naming the server and what went wrong, never the password.
 
-Schema. Tables live in the schema ``aerix``. On first use the store reads
+Schema. Tables live in the schema ``aerix`` (version 2: runs are indexed by status too, for
+``list_runs_by_status``). On first use the store reads
 ``aerix.schema_version``; when it is behind :data:`SCHEMA_VERSION` it applies the missing
 :data:`MIGRATIONS` in one transaction under an advisory lock, so that processes opening a new
 database together migrate it once. A database newer than this aerix is a store error, never a
@@ -53,6 +54,7 @@ from typing import TYPE_CHECKING, Any, AsyncIterator
 from urllib.parse import unquote
 
 from ..errors import AerixError
+from .postgres_pool import Pool
 
 if TYPE_CHECKING:
     from psycopg import AsyncConnection
@@ -90,6 +92,10 @@ MIGRATIONS: tuple[str, ...] = (
         primary key (agent, key)
     );
     create index state_items_in_order on aerix.state_items (agent, seq);
+    """,
+    # 2: list_runs_by_status, a worker's poll, reads the runs it may take, not every run
+    """
+    create index runs_by_status on aerix.runs ((data->>'status'), created_at, id);
     """,
 )
 """The schema's migrations, in order: the database is at version ``n`` once the first ``n`` ran."""
@@ -137,7 +143,7 @@ class PostgresStore:
         self.connections = connections
         self.connect_timeout = connect_timeout
         self.where = _where(dsn)  # parses the DSN: a bad one is a store error now, not at first use
-        self._pool: _Pool | None = None
+        self._pool: Pool | None = None
         self._ready = False
 
     def __repr__(self) -> str:
@@ -151,13 +157,13 @@ class PostgresStore:
 
     # -- connections --------------------------------------------------------------------------
 
-    def _current_pool(self) -> _Pool:
+    def _current_pool(self) -> Pool:
         loop = asyncio.get_running_loop()
         if self._pool is not None and self._pool.loop is not loop:
             self._pool.drop()  # its connections belong to a loop that is gone or elsewhere
             self._pool = None
         if self._pool is None:
-            self._pool = _Pool(loop, self.connections, self._connect)
+            self._pool = Pool(loop, self.connections, self._connect)
         return self._pool
 
     async def _connect(self) -> AsyncConnection[Any]:
@@ -233,6 +239,10 @@ class PostgresStore:
         rows = await self._rows("list_runs", "select id, data::text from aerix.runs order by created_at, id")
         return [_read(r[0], r[1]) for r in rows]
 
+    async def list_runs_by_status(self, statuses: list[str]) -> list[dict[str, Any]]:
+        sql = "select id, data::text from aerix.runs where data->>'status' = any(%s) order by created_at, id"
+        return [_read(r[0], r[1]) for r in await self._rows("list_runs_by_status", sql, (list(statuses),))]
+
     async def get_effect(self, key: str) -> str | None:
         rows = await self._rows("get_effect", "select result from aerix.effects where key = %s", (key,))
         return str(rows[0][0]) if rows else None
@@ -307,51 +317,6 @@ class PostgresStore:
                     await conn.execute("delete from aerix.state_items where agent = %s and key = %s", (agent, key))
                 else:
                     await conn.execute(_PUT_ITEM, (agent, key, seq, data))
-
-
-class _Pool:
-    """Up to ``size`` connections made in ``loop``, lent one call at a time."""
-
-    def __init__(self, loop: asyncio.AbstractEventLoop, size: int, connect: Any) -> None:
-        self.loop = loop
-        self._connect = connect
-        self._idle: list[AsyncConnection[Any]] = []
-        self._free = asyncio.Semaphore(size)
-
-    async def take(self) -> AsyncConnection[Any]:
-        await self._free.acquire()
-        try:
-            conn = await self._reuse() or await self._connect()
-        except BaseException:
-            self._free.release()
-            raise
-        return conn
-
-    async def _reuse(self) -> AsyncConnection[Any] | None:
-        while self._idle:
-            conn = self._idle.pop()
-            if not conn.closed and not conn.broken:
-                return conn
-            await conn.close()
-        return None
-
-    def give(self, conn: AsyncConnection[Any]) -> None:
-        self._free.release()
-        if conn.closed or conn.broken:
-            conn.pgconn.finish()
-        else:
-            self._idle.append(conn)
-
-    async def close(self) -> None:
-        idle, self._idle = self._idle, []
-        for conn in idle:
-            await conn.close()
-
-    def drop(self) -> None:
-        """Close the idle connections without their loop (the socket only)."""
-        idle, self._idle = self._idle, []
-        for conn in idle:
-            conn.pgconn.finish()
 
 
 async def _migrate(conn: AsyncConnection[Any], where: str) -> None:

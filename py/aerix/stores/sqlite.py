@@ -143,6 +143,12 @@ class SQLiteStore:
         rows = self._execute("select id, data from runs order by created_at, id").fetchall()
         return [_read(r[0], r[1]) for r in rows]
 
+    async def list_runs_by_status(self, statuses: list[str]) -> list[dict[str, Any]]:
+        # json_valid first: json_extract of a row that is not JSON would fail the whole query
+        marks = ", ".join("?" * len(statuses))
+        sql = f"select id, data from runs where json_valid(data) and json_extract(data, '$.status') in ({marks}) order by created_at, id"
+        return [_read(r[0], r[1]) for r in self._execute(sql, tuple(statuses)).fetchall()]
+
     async def get_effect(self, key: str) -> str | None:
         row = self._execute("select result from effects where key = ?", (key,)).fetchone()
         return row[0] if row else None

@@ -95,8 +95,9 @@ class McpSession:
 
     async def aclose(self) -> None:
         """End the session: a DELETE with its ``Mcp-Session-Id``, once, waiting at most
-        :data:`CLOSE_WAIT_S` (best effort: a 405, a server that keeps sessions until they
-        expire, or one gone already, is the end all the same). Later requests fail."""
+        :data:`CLOSE_WAIT_S`, or ``timeout_s`` if shorter (best effort: a 405, a server that
+        keeps sessions until they expire, or one gone already, is the end all the same).
+        Later requests fail."""
         if self.closed:
             return
         self.closed = True
@@ -105,7 +106,8 @@ class McpSession:
         if "mcp-session-id" not in headers:  # never initialized, or the server gives no sessions
             return
         try:
-            response = await asyncio.wait_for(self.transport.send(Request("DELETE", self.url, headers)), CLOSE_WAIT_S)
+            wait = min(CLOSE_WAIT_S, self.timeout_s or CLOSE_WAIT_S)
+            response = await asyncio.wait_for(self.transport.send(Request("DELETE", self.url, headers)), wait)
             await response.aclose()
         except Exception:  # the server may be gone: the session ends here all the same
             pass

@@ -16,7 +16,7 @@ from .engines.openai import OpenAIModel
 from .errors import AerixError
 from .events import Call, Compacted, End, Event, Final, FinalDelta, Handoff, Interrupted, NewArtifact, OutputDelta, Result, Retry, SubagentEvent, Taint, Text, Turn, Usage, Waiting
 from .limits import Hooks, Limits
-from .mcp import mcp_tools
+from .mcp import McpTools, mcp_tools
 from .model import Model
 from .page_options import js_tool
 from .tools import ContextKey, Tool, ToolContext, tool
@@ -47,6 +47,7 @@ __all__ = [
     "Interrupted",
     "Invoker",
     "Limits",
+    "McpTools",
     "Message",
     "Model",
     "NewArtifact",

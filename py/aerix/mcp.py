@@ -2,6 +2,8 @@
 
     tools = await aerix.mcp_tools("http://127.0.0.1:8000/mcp", prefix="docs_")
     agent = Agent(model=model, tools=[*tools, send_mail])
+    ...
+    await tools.aclose()   # or: async with await aerix.mcp_tools(url) as tools: ...
 
 :func:`mcp_tools` lists the server's tools (``tools/list``, page after page) and makes each an
 aerix tool (:func:`aerix.tool`): the same description, and its ``inputSchema`` as the input, a
@@ -21,6 +23,10 @@ result is ``error: timed out after N s``. Results are **tainted** by default
 (``trust={"taint": True}``): they come from outside, so a guarded tool waits for a person after
 one (:mod:`aerix.trust`); ``trust=`` replaces that for all the server's tools.
 
+The tools share one MCP session, held by the list :func:`mcp_tools` gives (:class:`McpTools`);
+``await tools.aclose()`` (or leaving ``async with``) ends it with a DELETE, once, and the tools'
+calls after it are error results.
+
 Listing is when failures raise: ``AerixError("options")`` for the developer's mistakes (a bad
 argument, a tool name or schema aerix cannot take, a name in ``tools=`` the server does not
 offer), ``AerixError("engine")`` when the server cannot be listed (down, an HTTP or JSON-RPC
@@ -37,7 +43,7 @@ from .errors import AerixError
 from .mcp_client import McpFailure, McpSession
 from .tools import NAME, Tool, ToolContext, tool
 
-__all__ = ["MAX_PAGES", "McpToolError", "mcp_tools", "result_value", "tool_name"]
+__all__ = ["MAX_PAGES", "McpToolError", "McpTools", "mcp_tools", "result_value", "tool_name"]
 
 MAX_PAGES = 100  # of tools/list: a server whose cursor never ends is refused, not followed forever
 _ANNOTATIONS = frozenset({"$schema", "$id", "$comment", "format", "readOnly", "writeOnly", "deprecated", "contentMediaType", "contentEncoding", "contentSchema"})
@@ -55,7 +61,7 @@ async def mcp_tools(
     tools: Iterable[str] | Callable[[dict[str, Any]], bool] | None = None,
     trust: dict[str, Any] | None = None,
     transport: Any = None,
-) -> list[Tool]:
+) -> McpTools:
     """The tools of the MCP server at ``url`` (its Streamable HTTP endpoint, e.g. ``.../mcp``).
 
     ``headers``: sent with every request (``{"Authorization": "Bearer ..."}``); in the page, send
@@ -66,25 +72,53 @@ async def mcp_tools(
     ``tools``: the MCP names to keep, or a function of a listed tool (its MCP dict) that says
     whether to keep it. ``trust``: the tools' trust flags (default ``{"taint": True}``).
     ``transport``: how HTTP is sent (``aerix.engines.openai.transports``; default httpx on
-    CPython, ``fetch`` in the page).
+    CPython, ``fetch`` in the page). The list given holds the session: ``aclose()`` ends it.
     """
     _check(url, headers, timeout_s, prefix, tools, transport)
     trust = {"taint": True} if trust is None else trust
     session = McpSession(url, headers=headers, timeout_s=timeout_s, transport=transport)
     try:
-        listed = await _list(session, timeout_s)
-    except McpFailure as e:
-        raise AerixError("engine", str(e)) from None
-    kept = _kept(session, listed, tools)
+        return _made(session, await _list(session, timeout_s), tools, prefix, trust, timeout_s)
+    except Exception as e:
+        await session.aclose()  # nothing holds the session now: end it on the server too
+        if isinstance(e, McpFailure):
+            raise AerixError("engine", str(e)) from None
+        raise
+
+
+def _made(session: McpSession, listed: list[dict[str, Any]], tools: Any, prefix: str, trust: dict[str, Any], timeout_s: float | None) -> McpTools:
     made: dict[str, str] = {}
-    out = []
-    for entry in kept:
+    out = McpTools(session)
+    for entry in _kept(session, listed, tools):
         name = tool_name(prefix, entry["name"], session.where)
         if name in made:
             raise AerixError("options", f"{session.where}: tools {made[name]!r} and {entry['name']!r} are both named {name!r} in aerix; keep one with tools=")
         made[name] = entry["name"]
         out.append(_tool(session, entry, name, trust, timeout_s))
     return out
+
+
+class McpTools(list[Tool]):
+    """The tools :func:`mcp_tools` listed (a list like any other), and the MCP session they
+    share: ``await tools.aclose()``, or ``async with``, ends it (a DELETE with its
+    ``Mcp-Session-Id``, once); a call after that is an error result."""
+
+    def __init__(self, session: McpSession, tools: Iterable[Tool] = ()) -> None:
+        super().__init__(tools)
+        self.session = session
+
+    def __repr__(self) -> str:
+        return f"McpTools({self.session.where}, {[t.name for t in self]})"
+
+    async def aclose(self) -> None:
+        """End the session (see :meth:`aerix.mcp_client.McpSession.aclose`); safe to call twice."""
+        await self.session.aclose()
+
+    async def __aenter__(self) -> McpTools:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
 
 
 def _check(url: Any, headers: Any, timeout_s: Any, prefix: Any, tools: Any, transport: Any) -> None:

@@ -14,15 +14,20 @@ What it speaks (the handshake revisions, 2024-11-05 to 2025-11-25):
   is the answer; an event stream is read until the answer with the request's id comes (the
   server's notifications on the way are skipped; its requests are answered: ``ping`` with an
   empty result, anything else "method not found", since this client offers no capabilities);
+- a stream that breaks or ends before the answer, after the server gave event ids, is resumed:
+  a GET with ``Last-Event-ID`` (after the server's ``retry:``, else :data:`RESUME_DELAY_S`),
+  read on until the answer; given up after :data:`RESUME_ATTEMPTS` reconnections in a row that
+  bring no message, or at once when the GET is refused (405: the server does not resume);
 - a 404 to a request carrying a session id means the server forgot the session: the session
   starts again, and the request is sent once more;
 - a request cancelled (a tool's timeout, the run's abort) sends ``notifications/cancelled``
-  for it, waiting at most :data:`CANCEL_WAIT_S`.
+  for it, waiting at most :data:`CANCEL_WAIT_S`;
+- :meth:`McpSession.aclose` ends the session: a DELETE with its ``Mcp-Session-Id``, once.
 
 Every failure (a refused connection, an HTTP error status, a JSON-RPC error, a body that is
-not JSON-RPC, a stream that ends or breaks before the answer, a request past ``timeout_s``)
-raises :class:`McpFailure`, whose message names the server (its URL, secrets redacted), the
-method and what went wrong; :mod:`aerix.mcp` decides what each becomes. HTTP itself goes
+not JSON-RPC, a stream that ends or breaks before the answer and cannot be resumed, a request
+past ``timeout_s``, a request after ``aclose``) raises :class:`McpFailure`, whose message
+names the server (its URL, secrets redacted), the method and what went wrong; :mod:`aerix.mcp` decides what each becomes. HTTP itself goes
 through the transport seam of the OpenAI-compatible client (httpx on CPython, the page's
 ``fetch`` in Pyodide).
 """
@@ -35,15 +40,18 @@ import weakref
 from typing import Any
 
 from .engines.openai.redact import shown_url
-from .engines.openai.sse import SSEDecoder
+from .engines.openai.sse import FrameTooLong, SSEDecoder
 from .engines.openai.transports import Request, Response, Transport, default_transport
 from .errors import describe
 
-__all__ = ["CANCEL_WAIT_S", "PROTOCOL_VERSION", "VERSIONS", "McpFailure", "McpSession"]
+__all__ = ["CANCEL_WAIT_S", "CLOSE_WAIT_S", "PROTOCOL_VERSION", "RESUME_ATTEMPTS", "RESUME_DELAY_S", "VERSIONS", "McpFailure", "McpSession"]
 
 PROTOCOL_VERSION = "2025-11-25"
 VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
 CANCEL_WAIT_S = 1.0
+CLOSE_WAIT_S = 5.0  # for the DELETE that ends a session
+RESUME_ATTEMPTS = 3  # reconnections in a row that bring no message before a broken stream is given up
+RESUME_DELAY_S = 1.0  # before a reconnection, when the server gave no retry: (the MCP SDK's wait)
 MAX_BODY = 16 * 1024 * 1024  # bytes of one JSON answer
 CLIENT_INFO = {"name": "aerix", "version": "0.1.0"}
 
@@ -65,6 +73,7 @@ class McpSession:
         self.version: str | None = None  # agreed by initialize
         self.server_info: dict[str, Any] = {}
         self._next_id = 0
+        self.closed = False  # by aclose(): the session ended, no more requests
         self._locks: weakref.WeakKeyDictionary[Any, asyncio.Lock] = weakref.WeakKeyDictionary()  # one per event loop: a Lock is bound to the loop that waits on it
 
     def __repr__(self) -> str:
@@ -84,7 +93,28 @@ class McpSession:
         except asyncio.TimeoutError:
             raise McpFailure(f"{self.where}: {method} got no answer within {timeout_s:g} s") from None
 
+    async def aclose(self) -> None:
+        """End the session: a DELETE with its ``Mcp-Session-Id``, once, waiting at most
+        :data:`CLOSE_WAIT_S`, or ``timeout_s`` if shorter (best effort: a 405, a server that
+        keeps sessions until they expire, or one gone already, is the end all the same).
+        Later requests fail."""
+        if self.closed:
+            return
+        self.closed = True
+        headers = self._headers()
+        self.session_id, self.version = None, None
+        if "mcp-session-id" not in headers:  # never initialized, or the server gives no sessions
+            return
+        try:
+            wait = min(CLOSE_WAIT_S, self.timeout_s or CLOSE_WAIT_S)
+            response = await asyncio.wait_for(self.transport.send(Request("DELETE", self.url, headers)), wait)
+            await response.aclose()
+        except Exception:  # the server may be gone: the session ends here all the same
+            pass
+
     async def _request(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        if self.closed:
+            raise McpFailure(f"{self.where}: {method}: the session was ended (aclose)")
         await self._initialized()
         sent_with = self.session_id
         try:
@@ -162,12 +192,17 @@ class McpSession:
         except Exception:  # the server may be the reason for giving up: nothing more to do
             pass
 
-    async def _post(self, message: dict[str, Any], method: str) -> Response:
-        headers = {**self.headers, "content-type": "application/json", "accept": "application/json, text/event-stream"}
+    def _headers(self) -> dict[str, str]:
+        """The caller's headers, and the session's id and version once there are."""
+        headers = dict(self.headers)
         if self.session_id is not None:
             headers["mcp-session-id"] = self.session_id
         if self.version is not None:
             headers["mcp-protocol-version"] = self.version
+        return headers
+
+    async def _post(self, message: dict[str, Any], method: str) -> Response:
+        headers = {**self._headers(), "content-type": "application/json", "accept": "application/json, text/event-stream"}
         body = json.dumps(message, ensure_ascii=False).encode()
         try:
             response = await self.transport.send(Request("POST", self.url, headers, body))
@@ -182,6 +217,7 @@ class McpSession:
             raise _SessionGone
         if response.status >= 400:
             raise McpFailure(f"{self.where}: {method}: {await _status_text(response)}")
+        message: dict[str, Any] | None
         try:
             if response.content_type == "text/event-stream":
                 message = await self._from_stream(response, id, method)
@@ -195,19 +231,66 @@ class McpSession:
             raise McpFailure(f"{self.where}: {method}: the server answered without a JSON-RPC response to it")
         return _result(message, f"{self.where}: {method}")
 
-    async def _from_stream(self, response: Response, id: int, method: str) -> dict[str, Any] | None:
+    async def _from_stream(self, response: Response, id: int, method: str) -> dict[str, Any]:
+        """The answer to request ``id`` from its event stream; when the stream ends or breaks
+        before it and the server gave event ids, from GETs with ``Last-Event-ID``."""
+        cursor = _Cursor()
+        found, why = await self._read_events(response, id, cursor)
+        first, failed = why, 0
+        while found is None:
+            if cursor.last_id is None:
+                raise McpFailure(f"{self.where}: {method}: {why}")
+            if failed == RESUME_ATTEMPTS:
+                last = f" (the last: {why})" if why != first else ""
+                raise McpFailure(f"{self.where}: {method}: {first}; {failed} reconnections with Last-Event-ID brought nothing more{last}")
+            await asyncio.sleep(cursor.retry_s)
+            messages = cursor.messages
+            found, why = await self._resume(id, method, cursor)
+            failed = 0 if cursor.messages > messages else failed + 1
+        return found
+
+    async def _resume(self, id: int, method: str, cursor: _Cursor) -> tuple[dict[str, Any] | None, str]:
+        """One reconnection: GET with ``Last-Event-ID``, read on until the answer."""
+        headers = {**self._headers(), "accept": "text/event-stream", "last-event-id": cursor.last_id or ""}
+        try:
+            response = await self.transport.send(Request("GET", self.url, headers))
+        except Exception as e:
+            return None, f"reconnecting after the stream broke, cannot reach it: {describe(e)}"
+        try:
+            if response.status >= 400:
+                said = f"reconnecting with Last-Event-ID {cursor.last_id!r}: {await _status_text(response)}"
+                if response.status < 500 and response.status != 429:  # 405: no resumption there; 404: the session is gone
+                    raise McpFailure(f"{self.where}: {method}: the stream broke before the answer; {said}")
+                return None, said
+            if response.content_type != "text/event-stream":
+                raise McpFailure(f"{self.where}: {method}: reconnecting, the server answered the GET with {response.content_type or 'no content type'}, not an event stream")
+            return await self._read_events(response, id, cursor)
+        finally:
+            await response.aclose()
+
+    async def _read_events(self, response: Response, id: int, cursor: _Cursor) -> tuple[dict[str, Any] | None, str]:
+        """The answer to ``id`` from one event stream, or ``None`` and why the stream gave none;
+        ``cursor`` keeps the last event id and retry the server gave."""
         decoder = SSEDecoder()
-        async for chunk in response.aiter_bytes():
-            for event in decoder.feed(chunk):
-                if event.event != "message" or not event.data.strip():
-                    continue
-                message = _json(event.data.encode())
-                found = _find(message, id)
-                if found is not None:
-                    return found
-                for other in message if isinstance(message, list) else [message]:
-                    await self._server_request(other)
-        raise McpFailure(f"{self.where}: {method}: the server ended its event stream before answering")
+        try:
+            async for chunk in response.aiter_bytes():
+                events = decoder.feed(chunk)
+                cursor.seen(decoder)  # the events' ids, and one without data (a priming event) too
+                for event in events:
+                    if event.event != "message" or not event.data.strip():
+                        continue
+                    message = _json(event.data.encode())
+                    cursor.messages += 1
+                    found = _find(message, id)
+                    if found is not None:
+                        return found, ""
+                    for other in message if isinstance(message, list) else [message]:
+                        await self._server_request(other)
+        except (McpFailure, FrameTooLong):
+            raise
+        except Exception as e:  # the connection broke
+            return None, f"the answer broke off: {describe(e)}"
+        return None, "the server ended its event stream before answering"
 
     async def _server_request(self, message: Any) -> None:
         """Answer a request the server sent on the stream; notifications are skipped."""
@@ -219,6 +302,22 @@ class McpSession:
             reply = {"jsonrpc": "2.0", "id": message["id"], "error": {"code": -32601, "message": "Method not found"}}
         response = await self._post(reply, f"the answer to the server's {message['method']}")
         await response.aclose()
+
+
+class _Cursor:
+    """Where a request's event stream got to, across its connections: the last event id and
+    the reconnection time the server gave, and how many messages came."""
+
+    def __init__(self) -> None:
+        self.last_id: str | None = None
+        self.retry_s = RESUME_DELAY_S
+        self.messages = 0
+
+    def seen(self, decoder: SSEDecoder) -> None:
+        if decoder.last_id:  # an empty id resets the standard's last event ID: nothing to resume from
+            self.last_id = decoder.last_id
+        if decoder.retry is not None:
+            self.retry_s = decoder.retry / 1000
 
 
 class _SessionGone(Exception):

@@ -80,7 +80,7 @@ def sender(sent):
 
 async def test_the_servers_tools_are_listed_with_their_descriptions_and_schemas(server):
     tools = {t.name: t for t in await mcp_tools(server.url)}
-    assert list(tools) == ["add", "place_order", "get_weather_now", "fail", "hang", "seen_headers"]  # getWeatherNow made an aerix name
+    assert list(tools) == ["add", "place_order", "get_weather_now", "fail", "hang", "seen_headers", "steps", "polled"]  # getWeatherNow made an aerix name
     assert tools["add"].description == "Add two integers."
     assert tools["get_weather_now"].description == "The weather in a city now."
     order = tools["place_order"].input_schema()

@@ -1,6 +1,7 @@
 """aerix.mcp and aerix.mcp_client over MockTransport, no server: what a real one rarely does on
 demand (a JSON-RPC error, a forgotten session, pages of tools, a protocol version aerix does not
-speak, a request of its own on the stream) and the pure parts (names, schemas, result values,
+speak, a request of its own on the stream, a resumption refused or fruitless, the session's end)
+and the pure parts (names, schemas, result values,
 the options refused). Runs on CPython and inside Pyodide."""
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import pytest
 from aerix import AerixError, mcp_tools
 from aerix.engines.openai.transports import MockTransport, Request, Response, replay
 from aerix.mcp import McpToolError, _schema, result_value, tool_name
-from aerix.mcp_client import PROTOCOL_VERSION, McpFailure, McpSession
+from aerix.mcp_client import PROTOCOL_VERSION, RESUME_ATTEMPTS, McpFailure, McpSession
 
 URL = "http://mcp.test/mcp?key=s3cret"
 ADD = {"name": "add", "description": "Add.", "inputSchema": {"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"]}}
@@ -37,6 +38,9 @@ class Fake:
         self.transport = MockTransport(self.handle)
 
     def handle(self, request: Request) -> Response:
+        if request.method != "POST":  # GET (a resumption), DELETE (the session's end)
+            self.seen.append((request.method, dict(request.headers)))
+            return self.methods[request.method](request)
         body = request.json()
         self.seen.append((body.get("method", "reply"), dict(request.headers)))
         if "id" not in body or "method" not in body:
@@ -113,6 +117,75 @@ async def test_a_request_past_its_timeout_fails_naming_it():
     fake = Fake(**{"tools/list": lambda p, r, id: replay("", hang=True)})
     with pytest.raises(AerixError, match=r"tools/list got no answer within 0.2 s"):
         await mcp_tools("http://mcp.test/mcp", transport=fake.transport, timeout_s=0.2)
+
+
+# -- a broken stream resumed (GET with Last-Event-ID), the session ended (DELETE) -------------
+
+PROGRESS = {"jsonrpc": "2.0", "method": "notifications/progress", "params": {"progressToken": "t", "progress": 1}}
+
+
+def broken(p, r, id):
+    """A call's stream: a priming event (an id, retry: 10 ms), the progress (id e2), then the connection breaks."""
+    frames = f"id: e1\nretry: 10\ndata:\n\nid: e2\nevent: message\ndata: {json.dumps(PROGRESS)}\n\n"
+    return replay(frames, chunk=9, fail=ConnectionResetError("reset by peer"))
+
+
+async def test_a_broken_stream_is_resumed_with_get_and_the_last_event_id():
+    def get(request):
+        return replay(f"id: e3\nevent: message\ndata: {json.dumps({'jsonrpc': '2.0', 'id': 2, 'result': {'content': []}})}\n\n")
+
+    fake = Fake(**{"tools/call": broken, "GET": get})
+    session = McpSession(URL, transport=fake.transport)
+    assert await session.request("tools/call", {"name": "steps", "arguments": {}}) == {"content": []}
+    method, headers = fake.seen[-1]
+    assert method == "GET" and headers["last-event-id"] == "e2" and headers["accept"] == "text/event-stream"
+    assert headers["mcp-session-id"] == "s1" and headers["mcp-protocol-version"] == PROTOCOL_VERSION
+
+
+async def test_a_broken_stream_without_event_ids_fails_as_it_did_without_a_get():
+    fake = Fake(**{"tools/call": lambda p, r, id: replay(f"event: message\ndata: {json.dumps(PROGRESS)}\n\n", fail=ConnectionResetError("reset by peer"))})
+    with pytest.raises(McpFailure, match=r"^MCP server http://mcp.test/mcp\?key=\[redacted\]: tools/call: the answer broke off: ConnectionResetError: reset by peer$"):
+        await McpSession(URL, transport=fake.transport).request("tools/call", {})
+    assert "GET" not in [m for m, _ in fake.seen]
+
+
+async def test_a_resumption_the_server_refuses_fails_at_once_naming_its_answer():
+    fake = Fake(**{"tools/call": broken, "GET": lambda r: replay("", status=405, content_type="text/plain")})
+    with pytest.raises(McpFailure, match=r"tools/call: the stream broke before the answer; reconnecting with Last-Event-ID 'e2': 405 Method Not Allowed$"):
+        await McpSession(URL, transport=fake.transport).request("tools/call", {})
+    assert [m for m, _ in fake.seen].count("GET") == 1
+
+
+async def test_reconnections_that_bring_no_message_are_given_up_after_a_few():
+    gets = []
+
+    def get(request):
+        gets.append(request.headers["last-event-id"])
+        return replay(f"id: p{len(gets)}\ndata:\n\n")  # a priming event only, then the end
+
+    fake = Fake(**{"tools/call": broken, "GET": get})
+    with pytest.raises(McpFailure, match=rf"tools/call: the answer broke off: ConnectionResetError: reset by peer; {RESUME_ATTEMPTS} reconnections with Last-Event-ID brought nothing more \(the last: the server ended its event stream before answering\)$"):
+        await McpSession(URL, transport=fake.transport).request("tools/call", {})
+    assert gets == ["e2", "p1", "p2"]  # RESUME_ATTEMPTS of them, each from the last id the server gave
+
+
+async def test_aclose_ends_the_session_with_one_delete_and_later_calls_fail():
+    fake = Fake(**{"tools/list": lambda p, r, id: answer(id, {"tools": [ADD]}), "DELETE": lambda r: Response(405)})
+    async with await mcp_tools(URL, transport=fake.transport) as tools:
+        assert [t.name for t in tools] == ["add"] and tools.session.session_id == "s1"
+    await tools.aclose()
+    deletes = [h for m, h in fake.seen if m == "DELETE"]
+    assert len(deletes) == 1 and deletes[0]["mcp-session-id"] == "s1" and deletes[0]["mcp-protocol-version"] == PROTOCOL_VERSION
+    with pytest.raises(McpFailure, match=r"tools/call: the session was ended \(aclose\)$"):
+        await tools.session.request("tools/call", {"name": "add", "arguments": {"a": 1}})
+    assert [m for m, _ in fake.seen].count("initialize") == 1  # not started again
+
+
+async def test_a_listing_that_fails_ends_the_session_it_started():
+    fake = Fake(**{"tools/list": lambda p, r, id: answer(id, {"tools": [ADD]}), "DELETE": lambda r: Response(200)})
+    with pytest.raises(AerixError, match="offers no tool named 'sub'"):
+        await mcp_tools(URL, transport=fake.transport, tools=["sub"])
+    assert [m for m, _ in fake.seen][-1] == "DELETE"
 
 
 # -- names, schemas, results, options -------------------------------------------------------

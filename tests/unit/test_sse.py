@@ -72,3 +72,14 @@ def test_any_chunking_gives_the_same_events(cuts):
     chunks = [STREAM[a:b] for a, b in zip([0, *points], [*points, len(STREAM)])]
     assert decode(*chunks) == decode(STREAM)
     assert decode(STREAM) == [ServerSentEvent("α"), ServerSentEvent("1\n2", "x"), ServerSentEvent("[DONE]")]
+
+
+def test_the_last_event_id_and_the_retry_the_server_gave_are_kept_for_a_reconnection():
+    # MCP's resumption: an event without data (a priming event) sets the last id too, as the
+    # standard's "last event ID string"; an id whose event never ended does not.
+    decoder = SSEDecoder()
+    assert (decoder.last_id, decoder.retry) == (None, None)
+    assert decoder.feed(b"id: 7\nretry: 1500\ndata:\n\n") == [ServerSentEvent("", id="7")]
+    assert (decoder.last_id, decoder.retry) == ("7", 1500)
+    assert decoder.feed(b"id: 8\n\nretry: soon\nid: 9\ndata: half") == []
+    assert (decoder.last_id, decoder.retry) == ("8", 1500)  # "retry: soon" is no number; event 9 is cut short

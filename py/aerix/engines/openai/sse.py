@@ -8,8 +8,10 @@
 
 Network chunks split anywhere: inside a UTF-8 character, between the CR and LF of a line
 break, inside a field name. Lines end with CRLF, LF or CR; ``data:`` lines of one event are
-joined with ``\\n``; ``:`` starts a comment (a keep-alive); a leading BOM is dropped; ``id``
-and ``retry`` are read and not acted on (nothing here reconnects).
+joined with ``\\n``; ``:`` starts a comment (a keep-alive); a leading BOM is dropped. ``id`` and
+``retry`` are read for a client that reconnects (MCP's resumption): ``last_id``, the id of the
+last event dispatched (one without data too, as the standard's last event ID string), and
+``retry``, the reconnection time in milliseconds the server last gave (``None`` before one).
 
 Framing costs work linear in the body, however it is chunked: an unfinished line waits as a
 list of pieces, joined once when its line break comes, and only new text is searched for line
@@ -61,7 +63,9 @@ class SSEDecoder:
         self._data: list[str] = []
         self._data_size = 0
         self._event = ""
-        self._id: str | None = None
+        self._id: str | None = None  # the standard's last event ID buffer
+        self.last_id: str | None = None
+        self.retry: int | None = None
 
     def feed(self, chunk: bytes) -> list[ServerSentEvent]:
         """The events this chunk completes, in order. Raises :class:`FrameTooLong` past the cap."""
@@ -121,11 +125,14 @@ class SSEDecoder:
             self._event = value
         elif name == "id" and "\0" not in value:
             self._id = value
-        return None  # "retry" and unknown fields are ignored
+        elif name == "retry" and value.isascii() and value.isdigit():
+            self.retry = int(value)
+        return None  # unknown fields are ignored
 
     def _dispatch(self) -> ServerSentEvent | None:
         data, event = self._data, self._event
         self._data, self._data_size, self._event = [], 0, ""
+        self.last_id = self._id
         if not data:
             return None
         return ServerSentEvent("\n".join(data), event or "message", self._id)

@@ -17,7 +17,7 @@ import pytest
 from conftest import demo
 from server_harness import MODELS, ROOT, LlamaServer, RecordingProxy
 
-from aerix import Abort, Agent, OpenAIModel, tool
+from aerix import Abort, Agent, OpenAIModel, evals, tool
 
 weather = tool(
     name="weather",
@@ -105,6 +105,42 @@ def test_cpython_every_generation_sends_the_turn_schema_and_gets_what_the_server
         assert (usage.prompt_tokens, usage.completion_tokens) == (sent["prompt_tokens"], sent["completion_tokens"])
         assert usage.cached_tokens == sent["prompt_tokens_details"]["cached_tokens"]
         assert ex.body["temperature"] == 0.8 and ex.body["seed"] == 11 and ex.body["max_tokens"] == 160
+
+
+def test_cpython_evals_score_cases_on_the_server_each_on_a_fresh_agent(server):
+    """aerix.evals against a real OpenAI-compatible server: each case a fresh agent (its first
+    request holds the system message and its own prompt only), each scored from its own events,
+    its tokens those the server reported for its requests. The tiny model is noise: what passes
+    is not asserted, only that the report says what the server did."""
+    llama, proxy = server
+    cases = [evals.Case(p, name=n, calls=[evals.call("weather", evals.subset({"city": c}))])
+             for n, p, c in (("lisbon", "Umbrella for Lisbon?", "Lisbon"), ("oslo", "Weather in Oslo?", "Oslo"))]
+    made = []
+
+    def factory(case):
+        made.append(Agent(model=OpenAIModel(f"{proxy.url}/v1", "tiny"), tools=[weather], limits=LIMITS, generation={"seed": 3}))
+        return made[-1]
+
+    mark = proxy.mark()
+    out: dict = {}
+    thread = threading.Thread(target=lambda: out.setdefault("report", asyncio.run(evals.run(cases, factory))))
+    thread.start()
+    thread.join()
+    report = out["report"]
+    exchanges = proxy.completions(mark)
+    check_schema_sent(exchanges, made[0].schema)
+    assert len(made) == 2 and made[0] is not made[1]
+    assert [r.case.name for r in report.results] == ["lisbon", "oslo"]
+    firsts = [ex for ex in exchanges if [m["role"] for m in ex.body["messages"]] == ["system", "user"]]
+    assert [ex.body["messages"][1]["content"] for ex in firsts] == ["Umbrella for Lisbon?", "Weather in Oslo?"]
+    for r in report.results:
+        assert r.outcome.ending.partition(":")[0] in ENDINGS and one_ending(list(r.outcome.events))  # "end:turns"
+        assert r.passed == (not r.reasons)
+    sent = [ex.usage() for ex in exchanges]
+    assert report.tokens.prompt == sum(u["prompt_tokens"] for u in sent) > 0
+    assert report.tokens.completion == sum(u["completion_tokens"] for u in sent) > 0
+    data = json.loads(report.to_json())
+    assert data["totals"]["passed"] == report.passed and len(data["cases"]) == 2
 
 
 def test_cpython_a_cut_turn_is_retried(server):

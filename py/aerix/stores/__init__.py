@@ -103,6 +103,7 @@ from __future__ import annotations
 
 import copy
 import inspect
+import json
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from ..errors import AerixError
@@ -112,7 +113,7 @@ if TYPE_CHECKING:
     from .postgres import PostgresStore
     from .sqlite import SQLiteStore
 
-__all__ = ["IndexedDBStore", "MemoryStore", "PostgresStore", "SQLiteStore", "STATE_ITEM_METHODS", "STORE_METHODS", "Store", "check_store", "has_runs_by_status", "has_state_items"]
+__all__ = ["IndexedDBStore", "MemoryStore", "PostgresStore", "SQLiteStore", "STATE_ITEM_METHODS", "STORE_METHODS", "Store", "check_store", "has_runs_by_status", "has_state_items", "read_record"]
 
 
 def __getattr__(name: str) -> Any:
@@ -317,3 +318,16 @@ class MemoryStore:
 def _revision_of(run: dict[str, Any] | None) -> Any:
     """A stored record's revision: 0 for none, or for a record written before revisions."""
     return 0 if run is None else run.get("revision", 0)
+
+
+def read_record(run_id: str, data: Any, what: str = "data") -> dict[str, Any]:
+    """A stored run record from its JSON; one that does not decode (not JSON: a damaged row, a
+    BLOB or a number where the text was; not an object) is ``{"id": run_id, "corrupt": <why>}``,
+    listed, never raised. ``what`` names the stored form in the reason ("data", "text")."""
+    try:
+        run = json.loads(data)
+    except (ValueError, TypeError) as e:
+        return {"id": run_id, "corrupt": f"its stored {what} is not JSON ({e})"}
+    if not isinstance(run, dict):
+        return {"id": run_id, "corrupt": f"its stored {what} is a {type(run).__name__}, not an object"}
+    return run

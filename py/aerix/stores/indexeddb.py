@@ -19,7 +19,7 @@ from typing import Any
 
 from .._js import call_js, js_module
 from ..errors import AerixError
-from . import STATE_ITEM_METHODS
+from . import STATE_ITEM_METHODS, read_record
 
 __all__ = ["IndexedDBStore"]
 
@@ -52,7 +52,7 @@ class IndexedDBStore:
 
     async def get_run(self, run_id: str) -> dict[str, Any] | None:
         text = await call_js(self._js.getRun, run_id)
-        return _read(text, run_id) if text is not None else None
+        return read_record(run_id, text, "text") if text is not None else None
 
     # None crosses as undefined, which the JS store reads as "no check"; a store of an older page
     # ignores the extra arguments and answers undefined (None here): Durable refuses that answer.
@@ -60,7 +60,7 @@ class IndexedDBStore:
         return await call_js(self._js.saveRun, json.dumps(run), revision, holder)
 
     async def list_runs(self) -> list[dict[str, Any]]:
-        return [_read(text, f"unreadable record {i + 1}") for i, text in enumerate(await call_js(self._js.listRuns))]
+        return [read_record(f"unreadable record {i + 1}", text, "text") for i, text in enumerate(await call_js(self._js.listRuns))]
 
     async def get_effect(self, key: str) -> str | None:
         return await call_js(self._js.getEffect, key)  # type: ignore[no-any-return]
@@ -116,15 +116,3 @@ class IndexedDBStore:
         if fn is None:
             raise AerixError("options", f"the store object {self.name!r} has no {name}(): see openStore in web/store.mjs")
         return fn
-
-
-def _read(text: Any, run_id: str) -> dict[str, Any]:
-    """A record from its JSON text; one that does not parse is ``corrupt`` (``web/store.mjs``
-    names it by its row's id; a store object of your own that returns bad text, by ``run_id``)."""
-    try:
-        run = json.loads(text)
-    except (ValueError, TypeError) as e:
-        return {"id": run_id, "corrupt": f"its stored text is not JSON ({e})"}
-    if not isinstance(run, dict):
-        return {"id": run_id, "corrupt": f"its stored text is a {type(run).__name__}, not an object"}
-    return run

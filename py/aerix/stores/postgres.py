@@ -54,6 +54,7 @@ from typing import TYPE_CHECKING, Any, AsyncIterator
 from urllib.parse import unquote
 
 from ..errors import AerixError
+from . import read_record as _read
 from .postgres_pool import Pool
 
 if TYPE_CHECKING:
@@ -392,15 +393,3 @@ _ESCAPED_NUL = re.compile(r"(?<!\\)(?:\\\\)*\\u0000")  # \u0000 after an even ru
 def _check_text(text: str, what: str) -> None:
     if "\x00" in text:
         raise AerixError("store", f"{what} holds the character U+0000, which PostgreSQL cannot keep in text")
-
-
-def _read(run_id: str, data: str) -> dict[str, Any]:
-    """A row's record; one that is not a JSON object is named ``corrupt`` under the row's id."""
-    try:
-        run = json.loads(data)
-    except (ValueError, TypeError) as e:
-        return {"id": run_id, "corrupt": f"its stored data is not JSON ({e})"}
-    if not isinstance(run, dict):
-        return {"id": run_id, "corrupt": f"its stored data is a {type(run).__name__}, not an object"}
-    return run
-

@@ -20,6 +20,7 @@ import sqlite3
 from typing import Any
 
 from ..errors import AerixError
+from . import read_record as _read
 
 __all__ = ["SQLiteStore"]
 
@@ -222,14 +223,3 @@ class SQLiteStore:
 
 def _revision(run: dict[str, Any]) -> Any:
     return run.get("revision", 0)
-
-
-def _read(run_id: str, data: str) -> dict[str, Any]:
-    """A row's record; one that does not decode is named ``corrupt`` under the row's id."""
-    try:
-        run = json.loads(data)
-    except (ValueError, TypeError) as e:  # TypeError: a BLOB or a number where the text was
-        return {"id": run_id, "corrupt": f"its stored data is not JSON ({e})"}
-    if not isinstance(run, dict):
-        return {"id": run_id, "corrupt": f"its stored data is a {type(run).__name__}, not an object"}
-    return run

@@ -21,6 +21,7 @@
  *   await agent.state.set("home", "Lisbon");  // Python's agent.state: get/set/delete/load, collection(name).list/get/upsert/remove
  *   const docs = await aerix.mcpTools("/mcp/docs", { prefix: "docs_" });  // an MCP server's tools, through serve --proxy-mcp
  *   const reader = aerix.agent({ tools: [...docs] });                       // Python's mcp_tools (docs/mcp.md)
+ *   await docs.close();                                                     // ends the MCP session (one DELETE)
  *
  * Two modes, one API:
  * - `worker: true`: Python, the aerix wheel and the engine's client run in a module Web Worker

@@ -126,16 +126,50 @@ export function agentState(call) {
 // -- ai.mcpTools ---------------------------------------------------------------------------------
 
 /**
+ * One tool `ai.mcpTools` listed, as plain data for an agent's `tools` (aerix.page_mcp keeps the tool under `mcp.aerixMcp`).
+ * @typedef {{name: string, description: string, mcp: {aerixMcp: string}}} McpTool
+ */
+/**
+ * What `ai.mcpTools` gives: an array of the tools, with `close()` (not enumerable, so the array
+ * crosses and serializes as the plain data it holds), and `Symbol.asyncDispose` where the runtime
+ * has it (`await using`).
+ * @typedef {McpTool[] & {close: () => Promise<void>}} McpTools
+ */
+
+/**
  * `ai.mcpTools(url, { headers, timeoutS, prefix, tools, trust })` over `call(url, options)` (one
- * call into Python, aerix.page_mcp's `mcp_tools_js`, in this realm or the worker): the tools of
- * the MCP server at `url` as plain data, `[{name, description, mcp: {aerixMcp: id}}]`, for any
- * agent's `tools` of the same `ai`. `url` is resolved against the page, so `"/mcp/docs"` (the
- * proxy's path, `python -m aerix serve --proxy-mcp docs=URL`) means the page's origin in both modes.
+ * call into Python, aerix.page_mcp's `mcp_tools_js`, in this realm or the worker, resolving to
+ * `{tools, close}`): the tools of the MCP server at `url` as plain data, `[{name, description,
+ * mcp: {aerixMcp: id}}]`, for any agent's `tools` of the same `ai`, with `close()` (see
+ * `closable`). `url` is resolved against the page, so `"/mcp/docs"` (the proxy's path,
+ * `python -m aerix serve --proxy-mcp docs=URL`) means the page's origin in both modes.
+ * @param {(url: string, options: object) => Promise<{tools: McpTool[], close: () => Promise<unknown>}>} call
+ * @returns {(url: string, options?: object) => Promise<McpTools>}
  */
 export function mcpToolsOver(call) {
   return async (url, options) => {
     if (typeof url !== "string" || !url) throw aerixError("options", `mcpTools(url): url must be a non-empty string, got ${typeof url}`);
     const opts = checked(`mcpTools(${JSON.stringify(url)}) option(s)`, options, MCP_OPTIONS);
-    return call(new URL(url, globalThis.location?.href).href, { ...opts });
+    const { tools, close } = await call(new URL(url, globalThis.location?.href).href, { ...opts });
+    return closable(tools, close);
   };
+}
+
+/**
+ * `tools` with `close()`: it ends the MCP session they share (`close`, Python's
+ * `McpTools.aclose`: one DELETE with its `Mcp-Session-Id`) once, however often it is called
+ * (each call the same promise); the tools stay, and a call of one is then the error result naming
+ * the ended session. Not enumerable: `[...tools]`, `JSON.stringify` and the worker see the tools only.
+ * @param {McpTool[]} tools
+ * @param {() => Promise<unknown>} close
+ * @returns {McpTools}
+ */
+export function closable(tools, close) {
+  /** @type {Promise<void>|null} */
+  let ended = null;
+  const end = () => (ended ??= Promise.resolve().then(() => close()).then(() => undefined));
+  Object.defineProperty(tools, "close", { value: end });
+  const dispose = /** @type {any} */ (Symbol).asyncDispose;
+  if (dispose) Object.defineProperty(tools, dispose, { value: end });
+  return /** @type {McpTools} */ (tools);
 }

@@ -66,7 +66,8 @@ export async function bootWorker(root, { model, onProgress = () => {}, engine: e
     engine: booted.server ?? { info, requests, chat: (messages, options) => peer.stream("engineChat", messages, options) },
     agent: (options = {}) => remoteAgent(peer, withHandoffRefs(options)),
     runPython: (code) => peer.call("runPython", String(code)),
-    // `keep`: a trust flag given as a function is called for as long as the tools live
+    // `keep`: a trust flag given as a function is called for as long as the tools live; their
+    // `close` comes back as a function the worker keeps (worker.mjs's `mcpTools`)
     mcpTools: mcpToolsOver((url, options) => peer.keep("mcpTools", url, options)),
     /** Stop the worker (and the engine with it); this object is of no use afterwards. */
     terminate() {

@@ -83,8 +83,12 @@ export async function bootHere({ model, cache = true, cacheKey, base = HERE, eng
       wrapAgent(readable(page.create_agent)(jsModel, withContext(withModuleTools(withHandoffRefs(options)), eng), ref), !!(options.durable || options.store), ref),
     /** Run Python code in this runtime; its value as plain JavaScript (dicts as objects). */
     runPython: async (code) => plain(await pyodide.runPythonAsync(String(code))),
-    /** An MCP server's tools for an agent's `tools` (handle.mjs's `mcpToolsOver`; Python's `mcp_tools` runs here). */
-    mcpTools: mcpToolsOver((url, options) => readable(pyodide.pyimport("aerix.page_mcp").mcp_tools_js)(url, options)),
+    /** An MCP server's tools for an agent's `tools`, with `close()` (handle.mjs's `mcpToolsOver`; Python's `mcp_tools` runs here). */
+    mcpTools: mcpToolsOver(async (url, options) => {
+      const mcp = pyodide.pyimport("aerix.page_mcp");
+      const { tools, session } = await readable(mcp.mcp_tools_js)(url, options);
+      return { tools, close: () => readable(mcp.mcp_close_js)(session) };
+    }),
   };
 }
 

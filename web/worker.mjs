@@ -99,9 +99,10 @@ export function workerHandlers(boot = bootHere) {
       return built().runPython(code);
     },
 
-    /** `ai.mcpTools(url, options)`, the URL resolved against the page already: plain data back. */
-    mcpTools(url, options) {
-      return built().mcpTools(url, options);
+    /** `ai.mcpTools(url, options)` (the URL resolved by the page): the tools as plain data, and their `close` (rpc keeps it callable). */
+    async mcpTools(url, options) {
+      const tools = await built().mcpTools(url, options);
+      return { tools: [...tools], close: tools.close };
     },
 
     interrupt() {

@@ -2,6 +2,8 @@
 
     const docs = await ai.mcpTools("/mcp/docs", { prefix: "docs_" });  // the proxy's path
     const agent = ai.agent({ tools: [...docs, weather] });
+    ...
+    await docs.close();  // ends the MCP session: mcp_close_js
 
 :func:`mcp_tools_js` lists the server's tools with :func:`aerix.mcp_tools` (the protocol spoken
 here, in Pyodide, over the page's ``fetch``), keeps each Tool under an id, and gives JavaScript
@@ -10,6 +12,12 @@ object crosses like any option (to the worker and back) and goes into an agent's
 where :func:`mcp_tool_of` (``page_options``) finds the Tool again, as ``{aerixAgent: id}``
 finds an agent. ``name`` and ``description`` may be changed before (the Tool is then copied
 under them); the input is the server's.
+
+The session the listing started lives here too, in the :class:`~aerix.mcp.McpTools` kept under
+the listing's own id (``session`` beside ``tools`` in what :func:`mcp_tools_js` gives;
+web/handle.mjs makes it the array's ``close()``). :func:`mcp_close_js` ends it (one DELETE);
+the Tools stay where they are, so an agent holding them, or built with them later, runs as
+before, and each call of one is the error result naming the ended session, as on CPython.
 """
 
 from __future__ import annotations
@@ -20,11 +28,11 @@ from typing import Any
 
 from ._js import js_facing
 from .errors import AerixError
-from .mcp import mcp_tools
+from .mcp import McpTools, mcp_tools
 from .page_options import _js_trust, as_dict
 from .tools import NAME, Tool
 
-__all__ = ["MCP_NAMES", "mcp_tool_of", "mcp_tools_js"]
+__all__ = ["MCP_NAMES", "mcp_close_js", "mcp_tool_of", "mcp_tools_js"]
 
 # JavaScript's option names -> mcp_tools' keywords (web/handle.mjs's MCP_OPTIONS lists the same;
 # tests/unit/test_api_parity.py holds both to mcp_tools' signature). `transport`: the page's fetch.
@@ -33,14 +41,18 @@ MCP_NAMES = {"headers": "headers", "timeoutS": "timeout_s", "prefix": "prefix", 
 # The tools ai.mcpTools() listed in this runtime, for its life: their descriptions are plain data
 # that may go into any number of agents, in either mode.
 _TOOLS: dict[str, Tool] = {}
+# The listings' sessions, under the id JavaScript's close() gives back (kept once ended: their
+# tools hold them anyway, and a second close() is then a no-op, as aclose()'s is).
+_SESSIONS: dict[str, McpTools] = {}
 
 
 @js_facing
-async def mcp_tools_js(url: Any, options: Any = None) -> list[dict[str, Any]]:
-    """``ai.mcpTools(url, {headers, timeoutS, prefix, tools, trust})``: the tools of the MCP
-    server at ``url`` as plain data for an agent's ``tools``. ``tools`` is a list of MCP names
-    (to keep by a rule, filter the array this gives); ``trust`` is ``{taint, guardWhenTainted}``
-    as a JS tool's, default ``{taint: true}``. Failures are ``mcp_tools``'."""
+async def mcp_tools_js(url: Any, options: Any = None) -> dict[str, Any]:
+    """``ai.mcpTools(url, {headers, timeoutS, prefix, tools, trust})``: ``{tools, session}``, the
+    tools of the MCP server at ``url`` as plain data for an agent's ``tools``, and the id of the
+    session they share for :func:`mcp_close_js`. ``tools`` is a list of MCP names (to keep by
+    a rule, filter the array this gives); ``trust`` is ``{taint, guardWhenTainted}`` as a JS
+    tool's, default ``{taint: true}``. Failures are ``mcp_tools``'."""
     opts = as_dict(options, "mcpTools options")
     unknown = sorted(set(opts) - set(MCP_NAMES))
     if unknown:
@@ -51,12 +63,25 @@ async def mcp_tools_js(url: Any, options: Any = None) -> list[dict[str, Any]]:
     if "trust" in kwargs:
         kwargs["trust"] = _js_trust({"name": f"mcpTools({url!r})", "trust": kwargs["trust"]})
     listed = await mcp_tools(url, **kwargs)
+    session = uuid.uuid4().hex
+    _SESSIONS[session] = listed
     out = []
     for made in listed:
         id = uuid.uuid4().hex
         _TOOLS[id] = made
         out.append({"name": made.name, "description": made.description, "mcp": {"aerixMcp": id}})
-    return out
+    return {"tools": out, "session": session}
+
+
+@js_facing
+async def mcp_close_js(session: Any) -> None:
+    """``close()`` of what ``ai.mcpTools`` gave: end the MCP session of the listing ``session``
+    names (:meth:`aerix.mcp.McpTools.aclose`: one DELETE with its ``Mcp-Session-Id``); safe to
+    call twice. An id no ``mcp_tools_js`` of this runtime gave is ``AerixError(kind="options")``."""
+    listed = _SESSIONS.get(session) if isinstance(session, str) else None
+    if listed is None:
+        raise AerixError("options", f"mcpTools close(): no MCP session {session!r} here: close what ai.mcpTools() of the same boot() gave")
+    await listed.aclose()
 
 
 def mcp_tool_of(spec: dict[str, Any]) -> Tool:

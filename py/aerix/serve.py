@@ -226,7 +226,9 @@ class SiteHandler(SimpleHTTPRequestHandler):
 
     def do_POST(self) -> None:
         if not self._proxied():
-            self.send_error(HTTPStatus.NOT_IMPLEMENTED, "Unsupported method ('POST')")
+            self.send_error(HTTPStatus.NOT_IMPLEMENTED, f"Unsupported method ({self.command!r})")
+
+    do_DELETE = do_POST  # the end of an MCP session (/mcp/NAME); the /v1 proxy's Route refuses it
 
     def _proxied(self) -> bool:
         """Whether the request is the proxy's (a /v1 path on a server with an upstream), now answered."""

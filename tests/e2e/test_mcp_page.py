@@ -11,7 +11,10 @@ through the page's origin (`aerix.serve`'s `mcp=`, `--proxy-mcp docs=URL`, holdi
     call is cancelled;
 (4) the key is added by the proxy and never reaches the page (the server saw it, redacted back);
 (5) taint: after an MCP result, a durable agent's guarded JS tool waits for approval, then runs;
-(6) another `/mcp/` name is the proxy's 404 as an `engine` error; an unknown option is refused.
+(6) another `/mcp/` name is the proxy's 404 as an `engine` error; an unknown option is refused;
+(7) `close()` on what `ai.mcpTools` gave sends one DELETE with the listing's session id through
+    the proxy however often it is called, the server forgets the session, and the tools' calls
+    after it (an agent built before, one built after) are error results naming the ended session.
 
 The generations come from an OpenAI-compatible server of test_state_page.py's kind that answers
 from a script, forwarded through the same origin (`serve(proxy=...)`), so every request the page
@@ -37,6 +40,7 @@ FIRST = {
     "Wait for it": calls("docs_hang", {}),
     "Who am I?": calls("docs_seen_headers", {}),
     "Weather in Oslo?": calls("docs_get_weather_now", {"city": "Oslo"}),
+    "Add 2 and 3": calls("docs_add", {"a": 2, "b": 3}),
 }
 AFTER = {
     "docs_place_order": calls("docs_fail", {"reason": "no stock"}),
@@ -45,6 +49,7 @@ AFTER = {
     "docs_seen_headers": final("seen"),
     "docs_get_weather_now": calls("send_message", {"to": "eve@example.org"}),
     "send_message": final("Done."),
+    "docs_add": final("added"),
 }
 
 
@@ -81,7 +86,7 @@ def site_with_mcp(tmp_path_factory):
     server = McpServer(marks)
     scripted = ScriptedServer(lambda body: turn_by_script(body, FIRST, AFTER))
     site, _ = serve(str(SITE), 0, proxy=f"{scripted.url}/v1", mcp={"docs": Upstream(server.url, key=KEY)})
-    yield f"http://127.0.0.1:{site.server_address[1]}", marks
+    yield f"http://127.0.0.1:{site.server_address[1]}", marks, server.url
     site.shutdown()
     site.server_close()
     scripted.stop()
@@ -123,7 +128,7 @@ def results(events: list[dict]) -> list[str]:
 
 
 def test_an_mcp_servers_tools_run_in_the_page_through_the_proxy(browser, site_with_mcp, mode):
-    origin, marks = site_with_mcp
+    origin, marks, _ = site_with_mcp
     context, page, traffic = open_page(browser, origin, expect_missing=f"{origin}/mcp/other")
     try:
         out = page.evaluate(RUN, mode == "worker")
@@ -162,3 +167,44 @@ def test_an_mcp_servers_tools_run_in_the_page_through_the_proxy(browser, site_wi
     assert traffic.foreign == [], traffic.foreign
     # a timed-out call's fetch may be aborted by the page: the only failure allowed
     assert [f for f in traffic.failed if not ("/mcp/docs" in f and "ERR_ABORTED" in f)] == [], traffic.failed
+
+
+CLOSE = """async (worker) => {
+  const drain = async (events) => { const all = []; for await (const ev of events) if (!["text", "final_delta", "usage"].includes(ev.type)) all.push(ev); return all; };
+  const { boot } = await import("/aerix.mjs");
+  const ai = await boot({ engine: { baseUrl: "/v1", model: "scripted", retries: 0 }, worker });
+  const adding = await ai.mcpTools("/mcp/docs", { prefix: "docs_", tools: ["add"] });
+  const before = ai.agent({ tools: [...adding], limits: { turns: 3 } });
+  const open = await drain(before.run("Add 2 and 3"));
+  const keys = Object.keys(adding);
+  const closed = await Promise.all([adding.close(), adding.close()]);
+  await adding.close();
+  const after = await drain(before.run("Add 2 and 3"));
+  const built = ai.agent({ tools: [...adding], limits: { turns: 3 } });
+  const builtAfter = await drain(built.run("Add 2 and 3"));
+  return { open, keys, closed, after, builtAfter };
+}"""
+
+
+def test_close_ends_the_mcp_session_in_the_page(browser, site_with_mcp, mode):
+    import httpx
+
+    origin, _, server_url = site_with_mcp
+    context, page, traffic = open_page(browser, origin)
+    sent: list[tuple[str, str | None, str | None]] = []  # (method, session id, JSON-RPC method) of each /mcp/docs request
+    page.on("request", lambda r: sent.append((r.method, r.headers.get("mcp-session-id"), json.loads(r.post_data or "{}").get("method"))) if r.url.endswith("/mcp/docs") else None)
+    try:
+        out = page.evaluate(CLOSE, mode == "worker")
+    finally:
+        context.close()
+    assert results(out["open"]) == ["5"] and out["keys"] == ["0"] and out["closed"] == [None, None]
+    (session_id,) = {sid for method, sid, rpc in sent if method == "POST" and rpc == "tools/call"}
+    assert [(m, sid) for m, sid, _ in sent if m == "DELETE"] == [("DELETE", session_id)]  # once, with the listing's session id
+    assert [m for m, _, _ in sent][-1] == "DELETE"  # no new session after it
+    ended = f"error: MCP server {origin}/mcp/docs: tools/call: the session was ended (aclose)"
+    assert results(out["after"]) == [ended] and out["after"][-1]["text"] == "added"
+    assert results(out["builtAfter"]) == [ended]
+    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
+    answer = httpx.post(server_url, json=body, headers={"mcp-session-id": session_id, "accept": "application/json, text/event-stream"})
+    assert answer.status_code == 404  # the server has forgotten it
+    assert traffic.foreign == [] and traffic.failed == [], (traffic.foreign, traffic.failed)

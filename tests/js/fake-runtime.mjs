@@ -49,8 +49,12 @@ export async function workerSide(calls = []) {
     engine: { info: null },
     timings: {},
     agent: (options, ref) => (calls.push(["agent", options, ref]), pageHandle(calls, ref)),
-    // Python's page_mcp.mcp_tools_js: one tool listed, what it got recorded (a trust function kept callable)
-    mcpTools: async (url, options) => (calls.push(["mcpTools", url, options]), [{ name: "docs_search", description: "Search the docs.", mcp: { aerixMcp: "m1" } }]),
+    // the worker's ai.mcpTools (runtime.mjs's) over a fake of Python's page_mcp: mcp_tools_js lists one
+    // tool, what it got recorded (a trust function kept callable); mcp_close_js records each close
+    mcpTools: mcpToolsOver(async (url, options) => {
+      calls.push(["mcpTools", url, options]);
+      return { tools: [{ name: "docs_search", description: "Search the docs.", mcp: { aerixMcp: "m1" } }], close: async () => void calls.push(["mcpClose", "s1"]) };
+    }),
   });
   connect(port2, workerHandlers(fakeBoot));
   const peer = connect(port1);

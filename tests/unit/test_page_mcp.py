@@ -3,7 +3,9 @@ against the real MCP server of test_mcp (tests/unit/mcp_server.py, PyPI's `mcp` 
 listed as plain data (what crosses to JavaScript and the worker), that data in an agent's
 ``tools`` of ``create_agent`` (what ``ai.agent({tools})`` calls) running the MCP tools by
 reference (nested input, the tool's error, a timeout, taint), renamed, and refused when it is
-not what ``mcpTools`` gave. The JavaScript side is tests/js/mcp-tools.test.mjs; the page, both
+not what ``mcpTools`` gave; ``close()`` (``mcp_close_js``) ending the listing's session with one
+DELETE, seen by ``Cut`` (test_mcp_resume.py's recording TCP proxy) directly and through the
+proxy's ``/mcp/NAME``, after which the tools' calls are error results. The JavaScript side is tests/js/mcp-tools.test.mjs; the page, both
 modes, tests/e2e/test_mcp_page.py."""
 
 from __future__ import annotations
@@ -19,13 +21,15 @@ if sys.platform == "emscripten":
 pytest.importorskip("mcp", reason="the MCP server of these tests needs PyPI's mcp (pip install -e '.[test]')")
 
 from test_mcp import Server
+from test_mcp_resume import Cut
 
 from aerix import AerixError
 from aerix.page import PageAgent, create_agent
-from aerix.page_mcp import mcp_tools_js
+from aerix.page_mcp import mcp_close_js, mcp_tools_js
 from aerix.testing import ScriptedModel
 
-listed = mcp_tools_js.__wrapped__  # as JavaScript calls it, less the conversion CPython lacks
+listing = mcp_tools_js.__wrapped__  # as JavaScript calls them, less the conversion CPython lacks
+close = mcp_close_js.__wrapped__
 run = PageAgent.run.__wrapped__
 
 
@@ -34,6 +38,11 @@ def server(tmp_path_factory):
     running = Server("sse", tmp_path_factory.mktemp("mcp-page"))
     yield running
     running.stop()
+
+
+async def listed(url: str, options: dict) -> list[dict]:
+    """The tools of one listing, as ``ai.mcpTools`` gives them (the array, less its close())."""
+    return (await listing(url, options))["tools"]
 
 
 async def views(page: PageAgent, prompt: str) -> list[dict]:
@@ -45,14 +54,17 @@ def results(events: list[dict]) -> list[str]:
 
 
 async def test_the_tools_are_listed_as_plain_data_naming_each_by_reference(server):
-    docs = await listed(server.url, {"prefix": "docs_", "tools": ["add", "getWeatherNow"]})
+    got = await listing(server.url, {"prefix": "docs_", "tools": ["add", "getWeatherNow"]})
+    assert sorted(got) == ["session", "tools"] and isinstance(got["session"], str) and got["session"]
+    docs = got["tools"]
     assert [{k: v for k, v in d.items() if k != "mcp"} for d in docs] == [
         {"name": "docs_add", "description": "Add two integers."},
         {"name": "docs_get_weather_now", "description": "The weather in a city now."},
     ]
     ids = [d["mcp"]["aerixMcp"] for d in docs]
     assert all(isinstance(i, str) and i for i in ids) and len(set(ids)) == 2
-    json.dumps(docs)  # plain data: it crosses to JavaScript and the worker as it is
+    json.dumps(got)  # plain data: it crosses to JavaScript and the worker as it is
+    await close(got["session"])
 
 
 async def test_an_agent_runs_them_nested_input_an_error_and_taint(server):
@@ -123,3 +135,64 @@ async def test_a_bad_name_given_in_javascript_is_refused(server):
     with pytest.raises(AerixError) as e:
         create_agent(ScriptedModel([]), {"tools": [{**add, "name": "Add Numbers"}]})
     assert e.value.kind == "options" and "MCP tool 'add': a name must match" in e.value.message
+
+
+def session_ids(cut: Cut, method: str) -> list[str]:
+    return [h["mcp-session-id"] for m, h, _ in cut.requests if m == method and "mcp-session-id" in h]
+
+
+async def test_close_ends_the_listings_session_with_one_delete_and_its_tools_then_fail(server):
+    import httpx
+
+    async with Cut(server) as cut:
+        got = await listing(cut.url, {"tools": ["add"]})
+        script = [calls(("add", {"a": 1, "b": 2})), final("no")]
+        before = create_agent(ScriptedModel(script), {"tools": got["tools"]})  # an agent built while it was open
+        (session_id,) = set(session_ids(cut, "POST"))
+        assert await close(got["session"]) is None
+        await close(got["session"])  # a second close sends nothing
+        after = create_agent(ScriptedModel([calls(("sum", {"a": 1, "b": 2})), final("no")]), {"tools": [{**got["tools"][0], "name": "sum"}]})
+        ran = [results(await views(before, "add")), results(await views(after, "add"))]
+    assert session_ids(cut, "DELETE") == [session_id] and cut.methods()[-1] == "DELETE"  # once; no new session after it
+    ended = f"error: MCP server {cut.url}: tools/call: the session was ended (aclose)"
+    assert ran == [[ended], [ended]]
+    async with httpx.AsyncClient() as client:  # the server has forgotten it
+        body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
+        answer = await client.post(server.url, json=body, headers={"mcp-session-id": session_id, "accept": "application/json, text/event-stream"})
+    assert answer.status_code == 404
+
+
+async def test_close_through_the_proxy_sends_the_delete_upstream(server, tmp_path):
+    # the page's path: /mcp/NAME on its own origin; a browser's DELETE carries Origin and Sec-Fetch-Site
+    from aerix.serve import serve
+
+    async with Cut(server) as cut:
+        site, thread = serve(tmp_path, 0, mcp={"docs": cut.url})
+        url = f"http://127.0.0.1:{site.server_address[1]}/mcp/docs"
+        try:
+            got = await listing(url, {"tools": ["add"], "headers": {"Sec-Fetch-Site": "same-origin"}})
+            await close(got["session"])
+            await close(got["session"])
+            events = await views(create_agent(ScriptedModel([calls(("add", {"a": 1, "b": 2})), final("no")]), {"tools": got["tools"]}), "add")
+        finally:
+            site.shutdown()
+            site.server_close()
+            thread.join(5)
+    assert session_ids(cut, "DELETE") == sorted(set(session_ids(cut, "POST")))
+    assert len(session_ids(cut, "DELETE")) == 1 and cut.methods()[-1] == "DELETE"
+    assert results(events) == [f"error: MCP server {url}: tools/call: the session was ended (aclose)"]
+
+
+async def test_close_ends_only_its_own_listings_session(server):
+    one, two = await listing(server.url, {"tools": ["add"]}), await listing(server.url, {"tools": ["add"]})
+    await close(one["session"])
+    page = create_agent(ScriptedModel([calls(("add", {"a": 2, "b": 3})), final("5")]), {"tools": two["tools"]})
+    assert results(await views(page, "2 + 3?")) == ["5"]
+    await close(two["session"])
+
+
+@pytest.mark.parametrize("session", ["never-listed", None, {"aerixMcp": "x"}])
+async def test_close_of_a_session_never_listed_is_refused(session):
+    with pytest.raises(AerixError) as e:
+        await close(session)
+    assert e.value.kind == "options" and f"no MCP session {session!r} here: close what ai.mcpTools() of the same boot() gave" in e.value.message

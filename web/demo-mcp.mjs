@@ -90,7 +90,10 @@ export function setUpMcp(aerix, { own, query, onChange = () => {} }) {
       state.url = mcpPath(field.value);
       const tools = await aerix.mcpTools(state.url, { timeoutS: 20 });
       const clash = clashes(tools, own);
-      if (clash.length) throw new Error(`its tool(s) ${clash.join(", ")} have the name of a demo tool`);
+      if (clash.length) {
+        end(tools);
+        throw new Error(`its tool(s) ${clash.join(", ")} have the name of a demo tool`);
+      }
       state.error = null;
       return tools;
     } catch (e) {
@@ -107,6 +110,7 @@ export function setUpMcp(aerix, { own, query, onChange = () => {} }) {
     const tools = await list();
     go.disabled = false;
     if (!tools) return;
+    if (now) end(now.tools); // the server connected before this one: its session ends
     now = { key: `mcp${++connections}`, tools };
     state.connected = listed(tools);
     show(state.connected);
@@ -115,6 +119,7 @@ export function setUpMcp(aerix, { own, query, onChange = () => {} }) {
     onChange();
   });
   $("mcp-drop").addEventListener("click", () => {
+    if (now) end(now.tools);
     now = null;
     state.connected = [];
     show([]);
@@ -129,10 +134,18 @@ export function setUpMcp(aerix, { own, query, onChange = () => {} }) {
   return { state, current: () => now };
 }
 
-/** `?mcp=`: list the server once, to say whether it answers; the box opens if it does. */
+/** End a listing's MCP session (one DELETE through the proxy); a failure only costs the server a
+ * session that expires. */
+function end(/** @type {any} */ tools) {
+  tools.close?.().catch(() => {});
+}
+
+/** `?mcp=`: list the server once, to say whether it answers; the box opens if it does. The
+ * listing's session ends at once: Connect opens the agent's own. */
 async function probe(/** @type {null | (() => Promise<any[]|null>)} */ list, /** @type {McpState} */ state) {
   const tools = list ? await list() : null;
   if (tools) {
+    end(tools);
     state.offered = listed(tools);
     /** @type {HTMLDetailsElement} */ ($("mcp")).open = true;
     say(`${state.url} answers with ${tools.length} tool(s): ${tools.map((t) => t.name).join(", ")}. Connect to give them to the agent.`);

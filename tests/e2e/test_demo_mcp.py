@@ -52,12 +52,26 @@ def tools_in(schema: dict) -> set[str]:
     return offered(schema)[0]
 
 
+def wait_for_count(page, seen, n, timeout_s=10.0):
+    """Until ``seen`` holds ``n`` items (Playwright's events arrive while the page waits); then
+    a little longer, to catch one too many."""
+    for _ in range(int(timeout_s * 10)):
+        if len(seen) >= n:
+            break
+        page.wait_for_timeout(100)
+    page.wait_for_timeout(300)
+    assert len(seen) == n, seen
+
+
 def test_the_demo_connects_to_an_mcp_server_and_its_agent_gets_the_tools(browser, library_site, mode):
     context, page, traffic = open_page(browser, library_site, demo_path(mode, "mcp=/mcp/library&record=1"))
+    ended = []  # the MCP sessions the page ended: DELETE /mcp/library (from the worker too)
+    page.on("request", lambda r: ended.append(r.url) if r.method == "DELETE" and r.url.endswith("/mcp/library") else None)
     try:
         page.wait_for_function(READY, timeout=180_000)
-        # (1) found on load
+        # (1) found on load; the listing's session ended at once
         page.wait_for_function("() => window.demo.mcp.probed", timeout=60_000)
+        wait_for_count(page, ended, 1)
         state = page.evaluate("window.demo.mcp")
         assert state["error"] is None and [t["name"] for t in state["offered"]] == ["lookup_book", "library_hours"], state
         assert page.evaluate("document.getElementById('mcp').open") and page.input_value("#mcp-url") == "/mcp/library"
@@ -82,10 +96,12 @@ def test_the_demo_connects_to_an_mcp_server_and_its_agent_gets_the_tools(browser
         events = page.evaluate("window.demo.transcript")
         endings = [e for e in events if e["type"] in ("final", "end")]
         assert len(endings) == 1 and not (endings[0]["type"] == "end" and endings[0]["reason"] == "error"), endings
-        # (3) disconnected
+        assert len(ended) == 1, ended  # the agent's session is open while connected
+        # (3) disconnected: the agent's session ended
         page.click("#mcp-drop")
         assert page.evaluate("window.demo.mcp.connected") == [] and page.locator("#mcp-tools li").count() == 0
         assert tools_in(page.evaluate(SCHEMA)) == DEMO_TOOLS
+        wait_for_count(page, ended, 2)
     finally:
         context.close()
     # the MCP client stops reading an answer's event stream once it has the answer: Chromium calls

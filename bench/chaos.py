@@ -263,11 +263,14 @@ async def check(api: Any, made: list[tuple[str, str]], fleet: Fleet, exits: list
 
 
 def recoveries(fleet: Fleet) -> list[float]:
-    """Per run a kill orphaned: seconds from the kill to another worker's ``state=recovered``."""
+    """Per run a kill orphaned: seconds from the kill to another worker taking it over: mostly
+    ``state=recovered`` (its record ``running``, the lease expired), or ``resumed`` where the kill
+    fell between the killed worker taking the lease of a waiting or interrupted run and recording
+    it ``running``."""
     taken_over: dict[str, list[float]] = {}
     for log in fleet.logs:
         for p in lines(log):
-            if p.get("state") == "recovered":
+            if p.get("state") in ("recovered", "resumed") and "run" in p:
                 taken_over.setdefault(p["run"], []).append(float(p["t"]))
     out = []
     for kill in fleet.kills:
@@ -284,9 +287,9 @@ def report(found: dict[str, Any], began: float, fleet: Fleet, args: argparse.Nam
     orphaned = sum(len(k["held"]) for k in fleet.kills)
     print(f"chaos: {args.workers} workers x {args.concurrency}, {args.runs} runs, store {fleet.where}, lease {args.lease_s:g} s, poll {args.poll_s:g} s, seed {args.seed}")
     print(f"  ended {found['ended']}/{args.runs} in {took:.1f} s: {60 * found['ended'] / took:.1f} runs/min")
-    print(f"  kills {len(fleet.kills)} (SIGKILL), runs orphaned {orphaned}, recovered {len(rec)}")
+    print(f"  kills {len(fleet.kills)} (SIGKILL), runs orphaned {orphaned}, taken over {len(rec)}")
     if rec:
-        print(f"  recovery (kill -> state=recovered): median {statistics.median(rec):.2f} s, max {max(rec):.2f} s")
+        print(f"  recovery (kill -> taken over): median {statistics.median(rec):.2f} s, max {max(rec):.2f} s")
     print(f"  lost runs {len(found['lost'])}, endings not final {len(found['not_final'])}, runs with two 'ended' lines {len(found['twice_ended'])}")
     print(f"  effects applied twice {len(found['doubles'])}, effects missing {len(found['missing'])}; drained workers' exit statuses {sorted(set(found['exits']))}")
     print(f"  logs and ledger: {fleet.folder}")

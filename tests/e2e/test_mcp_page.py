@@ -207,4 +207,5 @@ def test_close_ends_the_mcp_session_in_the_page(browser, site_with_mcp, mode):
     body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
     answer = httpx.post(server_url, json=body, headers={"mcp-session-id": session_id, "accept": "application/json, text/event-stream"})
     assert answer.status_code == 404  # the server has forgotten it
-    assert traffic.foreign == [] and traffic.failed == [], (traffic.foreign, traffic.failed)
+    # the MCP client stops reading an event stream once it has its answer: Chromium says ERR_ABORTED
+    assert traffic.foreign == [] and [f for f in traffic.failed if not ("/mcp/docs" in f and "ERR_ABORTED" in f)] == [], (traffic.foreign, traffic.failed)

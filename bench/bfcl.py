@@ -122,16 +122,13 @@ class NativeServer:
     """llama-server on one GGUF, on a free port: one slot, 4096 tokens of context, ``threads``."""
 
     def __init__(self, model: Path, alias: str, threads: int, log_path: Path) -> None:
-        import socket
-
         from build import llama_server
+        from build.ports import free_port
 
         binary = llama_server.find()
         if binary is None:
             sys.exit("bfcl: llama-server is not built: run `make llama-server` (make bfcl does)")
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            self.port = s.getsockname()[1]
+        self.port = free_port()
         said = subprocess.run([str(binary), "--version"], capture_output=True, text=True, timeout=60)
         lines = (said.stdout + said.stderr).strip().splitlines()
         self.version = [line for line in lines if line.startswith("version")][:1] or lines[:1]  # "version: N (hash)"

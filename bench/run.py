@@ -366,12 +366,11 @@ def p9(browser: Any, origin: str, pairs: int) -> dict[str, Any]:
 
 
 def _native_timings(binary: Path, model: Path, threads: int, runs: int) -> list[dict[str, Any]]:
-    import socket
     import urllib.request
 
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    from build.ports import free_port
+
+    port = free_port()
     args = [str(binary), "-m", str(model), "--host", "127.0.0.1", "--port", str(port), "-np", "1", "-c", "4096", "-t", str(threads), "-tb", str(threads), "--no-webui"]
     process = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:

@@ -21,6 +21,8 @@ import sys
 import time
 from pathlib import Path
 
+from build.ports import free_port
+
 ROOT = Path(__file__).resolve().parent.parent
 
 BOOKS = {
@@ -89,13 +91,6 @@ def run(port: int) -> None:
             raise ToolError(str(e)) from None
 
     server.run("streamable-http", host="127.0.0.1", port=port)
-
-
-def free_port() -> int:
-    """A loopback port free now."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def start_listening(args: list[str], port: int, what: str, *, cwd: Path | None = None, within_s: float = 30.0) -> "subprocess.Popen[bytes]":

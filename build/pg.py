@@ -33,7 +33,9 @@ import time
 from pathlib import Path
 from typing import Any, Iterator
 
-__all__ = ["SECRET_PASSWORD", "SECRET_ROLE", "ThrowawayPostgres", "free_port", "missing_reason", "postgres_bin", "throwaway_postgres"]
+from build.ports import free_port
+
+__all__ = ["SECRET_PASSWORD", "SECRET_ROLE", "ThrowawayPostgres", "missing_reason", "postgres_bin", "throwaway_postgres"]
 
 SECRET_ROLE, SECRET_PASSWORD = "secret", "s3cret-pw"
 _HBA = f"""\
@@ -67,12 +69,6 @@ def missing_reason() -> str | None:
     except ImportError:
         return "psycopg is not installed: pip install -e '.[test]'"
     return None
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 class ThrowawayPostgres:

@@ -13,7 +13,6 @@ from __future__ import annotations
 import http.client
 import json
 import re
-import socket
 import subprocess
 import sys
 import threading
@@ -25,15 +24,10 @@ from pathlib import Path
 from typing import Any
 
 from build import llama_server
+from build.ports import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 MODELS = ROOT / "build" / "site" / "models"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class LlamaServer:

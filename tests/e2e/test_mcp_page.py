@@ -29,7 +29,8 @@ import time
 from pathlib import Path
 
 import pytest
-from build.demo_mcp import free_port, start_listening
+from build.demo_mcp import start_listening
+from build.ports import free_port
 from conftest import ROOT, SITE, open_page
 from test_state_page import ScriptedServer, calls, final, turn_by_script
 

@@ -21,7 +21,8 @@ if sys.platform == "emscripten":
 pytest.importorskip("mcp", reason="the MCP server of these tests needs PyPI's mcp (pip install -e '.[test]')")
 
 from aerix import AerixError, Agent, mcp_tools, tool
-from build.demo_mcp import free_port, start_listening
+from build.demo_mcp import start_listening
+from build.ports import free_port
 from aerix.stores import MemoryStore
 from aerix.testing import ScriptedModel
 

@@ -240,7 +240,8 @@ async def test_a_dsn_that_does_not_parse_is_a_store_error_without_its_password(p
 
 
 async def test_an_unreachable_server_or_a_refused_login_is_a_store_error_naming_it(postgres, postgres_dsn):
-    from build.pg import SECRET_ROLE, free_port
+    from build.pg import SECRET_ROLE
+    from build.ports import free_port
 
     from aerix.stores import PostgresStore
 

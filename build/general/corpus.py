@@ -10,7 +10,7 @@ as the loop fed them back. Each is rendered as SmolLM2's ChatML template renders
 (``build.models.chatml``), with the character spans of the assistant's turns (each turn's text and
 its ``<|im_end|>``): the loss falls there only.
 
-Writes ``corpus.jsonl`` (one record a line: ``family, domain, split, kind, frame, text,
+Writes ``corpus.jsonl`` (one record a line: ``family, domain, split, kind, frame, head, text,
 assistant_spans, calls``: ``calls`` are the first turn's) and ``summary.json``.
 """
 
@@ -189,7 +189,7 @@ def generate(seed: int, count: int, mix: dict[str, float] | None = None, splits:
             _check_errors(messages, task)
             text, spans = render(messages)
             out.append({"family": family.id, "domain": family.domain, "split": split, "kind": kind, "frame": task.frame,
-                        "text": text, "assistant_spans": spans, "calls": [{"tool": c.tool, "input": c.input} for c in task.calls]})
+                        "head": task.head, "text": text, "assistant_spans": spans, "calls": [{"tool": c.tool, "input": c.input} for c in task.calls]})
     finally:
         loop.close()
     return out

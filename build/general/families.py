@@ -27,10 +27,16 @@ from . import lists
 from .domains import DOMAINS, HELD_OUT
 from .values import KINDS
 
-__all__ = ["Param", "ToolSpec", "Family", "Runtime", "make_families", "aerix_tools", "result_for", "PER_DOMAIN", "VAL_FAMILY_SHARE"]
+__all__ = ["Param", "ToolSpec", "Family", "Runtime", "make_families", "aerix_tools", "result_for", "PER_DOMAIN", "VAL_FAMILY_SHARE",
+           "REWORD_FROM_SEED", "REWORD_SHARE"]
 
 PER_DOMAIN = 14  # families drawn from each domain
 VAL_FAMILY_SHARE = 0.08  # of the other domains' families, the share held out (a hash of the family id)
+# from this seed on (run D's corpus), REWORD_SHARE of requests are worded by other heads than the
+# tool's description (build.general.heads) and a description may be a noun phrase ("The weather
+# forecast for a city."); the seeds before make their corpora as runs A-C had them
+REWORD_FROM_SEED = 4
+REWORD_SHARE = 0.5
 
 
 @dataclass(frozen=True)
@@ -72,6 +78,7 @@ class Family:
     split: str  # "train" or "val_family"
     tools: tuple[ToolSpec, ...]
     text_results: bool  # results as a line of text rather than JSON
+    reworded: float = 0.0  # the share of requests worded by heads other than the description's
 
     def tool(self, name: str) -> ToolSpec:
         return next(t for t in self.tools if t.name == name)
@@ -113,9 +120,16 @@ def _third_person(do: str) -> str:
     return f"{v} {rest}".strip()
 
 
-def _description(rng: random.Random, do: str, params: tuple[Param, ...]) -> str:
-    first = rng.choice((do[0].upper() + do[1:], _third_person(do).capitalize(), f"Use this to {do}", f"Tool to {do}",
-                        _third_person(do).capitalize()))
+def _description(rng: random.Random, do: str, params: tuple[Param, ...], obj: str = "") -> str:
+    """A tool's description from its ``do`` phrase, or (``obj`` given: a reworded seed's) also its
+    ``obj`` noun phrase, as many real tools are described ("Today's weather for a city.")."""
+    styles = [do[0].upper() + do[1:], _third_person(do).capitalize(), f"Use this to {do}", f"Tool to {do}",
+              _third_person(do).capitalize()]
+    if obj:
+        req = [p for p in params if p.required]
+        whose = f" for a given {req[0].label}" if req and req[0].kind not in ("list", "items", "dims") else ""
+        styles += [obj[0].upper() + obj[1:] + whose, f"Returns {obj}{whose}", f"Gives {obj}"]
+    first = rng.choice(styles)
     req = [p.name for p in params if p.required]
     tail = ""
     if req and rng.random() < 0.3:
@@ -164,12 +178,14 @@ def _name(style: str, domain: str, base: str, prefix: str) -> str:
     return base
 
 
-def _spec(rng: random.Random, domain: str, proto: tuple[str, ...], style: str, camel: bool, prefix: str) -> ToolSpec:
+def _spec(rng: random.Random, domain: str, proto: tuple[str, ...], style: str, camel: bool, prefix: str,
+          noun_descriptions: bool = False) -> ToolSpec:
     base, do, obj, params_text, returns_text = proto
     params = tuple(_param(s, camel) for s in params_text.split())
     params = tuple(p for p in params if p.required or rng.random() < 0.75)
-    return ToolSpec(_name(style, domain, base, prefix), base, domain, do, obj, _description(rng, do, params), params,
-                    _returns(returns_text), _schema(rng, params))
+    description = _description(rng, do, params, obj if noun_descriptions else "")
+    return ToolSpec(_name(style, domain, base, prefix), base, domain, do, obj, description, params, _returns(returns_text),
+                    _schema(rng, params))
 
 
 VENDORS = ("acme", "nimbus", "orbit", "pico", "zen", "atlas", "quill", "lumen")
@@ -183,17 +199,19 @@ def _family(seed: int, domain: str, i: int) -> Family:
     style = rng.choices(("snake", "module", "camel", "vendor"), (0.5, 0.25, 0.15, 0.1))[0]
     camel = rng.random() < 0.25
     prefix = rng.choice(VENDORS)
-    tools = [_spec(rng, domain, p, style, camel, prefix) for p in chosen]
+    reword = seed >= REWORD_FROM_SEED
+    tools = [_spec(rng, domain, p, style, camel, prefix, reword) for p in chosen]
     others = [d for d in DOMAINS if d != domain and (d not in HELD_OUT or domain in HELD_OUT)]
     if rng.random() < 0.25:  # one tool of another domain: a request still picks its own tool
         other = rng.choice(others)
-        tools.append(_spec(rng, other, rng.choice(_protos(other)), style, camel, prefix))
+        tools.append(_spec(rng, other, rng.choice(_protos(other)), style, camel, prefix, reword))
     fid = f"{domain}-{i:02d}"
     held = domain in HELD_OUT or zlib.crc32(f"{seed}:{fid}".encode()) % 1000 < VAL_FAMILY_SHARE * 1000
     names = [t.name for t in tools]
     if len(set(names)) != len(names):
         tools = list({t.name: t for t in tools}.values())
-    return Family(fid, domain, "val_family" if held else "train", tuple(tools), rng.random() < 0.4)
+    return Family(fid, domain, "val_family" if held else "train", tuple(tools), rng.random() < 0.4,
+                  REWORD_SHARE if reword else 0.0)
 
 
 def make_families(seed: int, per_domain: int = PER_DOMAIN) -> list[Family]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import random
 import zlib
 
-__all__ = ["DO_FRAMES", "OBJ_FRAMES", "MULTI_FRAMES", "PARALLEL_FRAMES", "CHAT", "GREETINGS", "THANKS", "held_out", "frames", "dress", "FOLLOW_LEADS"]
+__all__ = ["DO_FRAMES", "OBJ_FRAMES", "ASK_FRAMES", "MULTI_FRAMES", "PARALLEL_FRAMES", "CHAT", "GREETINGS", "THANKS", "held_out", "frames", "dress", "FOLLOW_LEADS"]
 
 DO_FRAMES = (
     "Please {x}.", "Can you {x}?", "Could you {x}?", "{X}.", "{X}, please.", "I need you to {x}.", "Would you {x}?",
@@ -24,6 +24,11 @@ OBJ_FRAMES = (
     "Find {x}.", "Get me {x}.", "I want to know {x}.", "Fetch {x}.", "Need {x}.", "{X}?", "Do you know {x}?",
     "Check {x} for me.", "I'm after {x}.", "Any chance of {x}?", "{x}", "Pull up {x}.", "Can I see {x}?",
     "Looking for {x}.", "What would {x} be?", "Report {x}.", "Let me have {x}.",
+)
+# around a direct question ("what time is it" + " in Davao": build.general.heads' ``ask`` heads)
+ASK_FRAMES = (
+    "{X}?", "{X}?", "Quick question: {x}?", "Hey, {x}?", "So {x}?", "{X}? Thanks.", "{x}?", "Um, {x}?",
+    "Just wondering, {x}?", "{X}", "Tell me, {x}?", "{X} right now?", "Do you happen to know, {x}?",
 )
 MULTI_FRAMES = (
     "{X1}, and {x2}.", "{X1}. Also, {x2}.", "First {x1}, then {x2}.", "Can you {x1} and {x2}?", "I need two things: {x1}, and {x2}.",

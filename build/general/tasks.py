@@ -19,6 +19,7 @@ import random
 from dataclasses import dataclass, field
 from typing import Any
 
+from . import heads
 from . import phrasing as ph
 from .domains import DOMAINS, HELD_OUT, MENTIONS
 from .families import Family, Param, ToolSpec, _protos, _spec
@@ -53,6 +54,7 @@ class Task:
     fail: dict[str, str] = field(default_factory=dict)  # tool -> error message
     then: Task | None = None
     frame: str = ""
+    head: str = ""  # the first request's head where it is not the description's (build.general.heads)
     flavour: str = ""  # a near miss's flavour (build.general.nearmiss.FLAVOURS)
 
     def to_dict(self) -> dict[str, Any]:
@@ -82,8 +84,7 @@ def _values(rng: random.Random, spec: ToolSpec) -> list[tuple[Param, Value]]:
     return out
 
 
-def _phrase(rng: random.Random, spec: ToolSpec, named: list[tuple[Param, Value]], noun: bool) -> str:
-    head = spec.obj if noun else spec.do
+def _phrase(rng: random.Random, head: str, named: list[tuple[Param, Value]]) -> str:
     texts = [p for p, _ in named if p.kind == "text"]
     return " ".join([head] + [_mention(rng, p, v, not texts or p is texts[0]) for p, v in named])
 
@@ -92,17 +93,33 @@ def _input(named: list[tuple[Param, Value]]) -> dict[str, Any]:
     return {p.name: v.input for p, v in named}
 
 
-def _request(rng: random.Random, spec: ToolSpec, named: list[tuple[Param, Value]], val: bool) -> tuple[str, str]:
-    noun = bool(spec.obj) and rng.random() < 0.5
-    frame = rng.choice(ph.frames(ph.OBJ_FRAMES if noun else ph.DO_FRAMES, val))
-    return ph.fill(ph.dress(rng, frame), x=_phrase(rng, spec, named, noun)), frame
+_FRAMES = {"do": ph.DO_FRAMES, "obj": ph.OBJ_FRAMES, "ask": ph.ASK_FRAMES}
+
+
+def _reworded(rng: random.Random, spec: ToolSpec, val: bool, share: float, kinds: tuple[str, ...] = heads.KINDS) -> tuple[str, str] | None:
+    """(kind, head) other than the description's, ``share`` of the time (never drawn where 0)."""
+    if not share or rng.random() >= share:
+        return None
+    return heads.draw(rng, spec.base, val, kinds)
+
+
+def _request(rng: random.Random, spec: ToolSpec, named: list[tuple[Param, Value]], val: bool, reword: float = 0.0) -> tuple[str, str, str]:
+    """(the request, its frame, its head where another than the description's phrase)."""
+    other = _reworded(rng, spec, val, reword)
+    if other:
+        kind, head = other
+    else:
+        kind = "obj" if spec.obj and rng.random() < 0.5 else "do"
+        head = spec.obj if kind == "obj" else spec.do
+    frame = rng.choice(ph.frames(_FRAMES[kind], val))
+    return ph.fill(ph.dress(rng, frame), x=_phrase(rng, head, named)), frame, head if other else ""
 
 
 def _single(rng: random.Random, family: Family, val: bool) -> Task:
     spec = rng.choice(family.tools)
     named = _values(rng, spec)
-    prompt, frame = _request(rng, spec, named, val)
-    return Task("single", prompt, [Call(spec.name, _input(named), [v for _, v in named])], frame=frame)
+    prompt, frame, head = _request(rng, spec, named, val, family.reworded)
+    return Task("single", prompt, [Call(spec.name, _input(named), [v for _, v in named])], frame=frame, head=head)
 
 
 def _parallel(rng: random.Random, family: Family, val: bool) -> Task | None:
@@ -131,27 +148,29 @@ def _parallel(rng: random.Random, family: Family, val: bool) -> Task | None:
         # where B can be nothing but the request's first value
         joined = Value([v.input for v in values], join_words(rng, [v.said for v in values]), "")
         parts = [(p, joined if p is varying else x) for p, x in named]
-        prompt, frame = _request(rng, spec, parts, val)
+        prompt, frame, head = _request(rng, spec, parts, val, family.reworded)
     else:
         parts = [(p, values[0] if p is varying else x) for p, x in named]
-        first, _ = _request(rng, spec, parts, val)
+        first, _, head = _request(rng, spec, parts, val, family.reworded)
         frame = rng.choice(ph.frames(ph.PARALLEL_FRAMES, val))
         x = first.rstrip(".?!") if first[-1:] in ".?!" else first
         prompt = ph.fill(ph.dress(rng, frame), x=x[:1].lower() + x[1:], rest=join_words(rng, [v.said for v in values[1:]]))
-    return Task("parallel", prompt, calls, frame=frame)
+    return Task("parallel", prompt, calls, frame=frame, head=head)
 
 
 def _multiple(rng: random.Random, family: Family, val: bool) -> Task | None:
     if len(family.tools) < 2:
         return None
     specs = rng.sample(family.tools, 2)
-    parts, calls = [], []
+    parts, calls, worded = [], [], []
     for spec in specs:
         named = _values(rng, spec)
-        parts.append(_phrase(rng, spec, named, False))
+        other = _reworded(rng, spec, val, family.reworded, ("do",))
+        parts.append(_phrase(rng, other[1] if other else spec.do, named))
+        worded.append(other[1] if other else "")
         calls.append(Call(spec.name, _input(named), [v for _, v in named]))
     frame = rng.choice(ph.frames(ph.MULTI_FRAMES, val))
-    return Task("multiple", ph.fill(ph.dress(rng, frame), x1=parts[0], x2=parts[1]), calls, frame=frame)
+    return Task("multiple", ph.fill(ph.dress(rng, frame), x1=parts[0], x2=parts[1]), calls, frame=frame, head=worded[0] or worded[1])
 
 
 def can_do(family: Family) -> str:
@@ -177,7 +196,7 @@ def _irrelevant(rng: random.Random, family: Family, val: bool) -> Task:
     else:
         domain = rng.choice([d for d in DOMAINS if d not in here and (d not in HELD_OUT or family.split != "train")])
         spec = _spec(rng, domain, rng.choice(_protos(domain)), "snake", False, "")
-        prompt, frame = _request(rng, spec, _values(rng, spec), val)
+        prompt, frame, _ = _request(rng, spec, _values(rng, spec), val, family.reworded)
     reply = rng.choice(("Sorry, I can't help with that: none of my tools does it. I can {c}.",
                         "None of my tools can do that. What I can do: {c}.", "I can't do that here. My tools {c2}."))
     return Task("irrelevant", prompt, reply=reply.replace("{c2}", "only " + c).replace("{c}", c), frame=frame)
@@ -193,7 +212,7 @@ def _error(rng: random.Random, family: Family, val: bool) -> Task:
     if first is None or not isinstance(call.input[first.name], (str, int, float)):
         message = rng.choice(ERRORS[2:5])
     message = message.replace("{v}", shown).replace("{label}", first.label if first else "input")
-    return Task("error", task.prompt, task.calls, fail={call.tool: message}, frame=task.frame)
+    return Task("error", task.prompt, task.calls, fail={call.tool: message}, frame=task.frame, head=task.head)
 
 
 def _near_miss(rng: random.Random, family: Family, val: bool) -> Task | None:

@@ -136,7 +136,7 @@ def test_held_out_phrasings_never_appear_in_training(records):
         if r["frame"] == "chat":
             continue
         assert phrasing.held_out(r["frame"]) == (r["split"] == "val_phrasing"), r["frame"]
-    for pool in (phrasing.DO_FRAMES, phrasing.OBJ_FRAMES, phrasing.MULTI_FRAMES, phrasing.PARALLEL_FRAMES):
+    for pool in (phrasing.DO_FRAMES, phrasing.OBJ_FRAMES, phrasing.ASK_FRAMES, phrasing.MULTI_FRAMES, phrasing.PARALLEL_FRAMES):
         assert phrasing.frames(pool, True) and phrasing.frames(pool, False)
 
 
@@ -213,7 +213,7 @@ def test_the_cli_writes_the_corpus_and_a_summary(tmp_path):
     assert corpus.main(["--out", str(tmp_path), "--seed", "2", "--count", "40"]) == 0
     lines = (tmp_path / "corpus.jsonl").read_text(encoding="utf-8").splitlines()
     assert len(lines) == 40
-    assert set(json.loads(lines[0])) == {"family", "domain", "split", "kind", "frame", "text", "assistant_spans", "calls"}
+    assert set(json.loads(lines[0])) == {"family", "domain", "split", "kind", "frame", "head", "text", "assistant_spans", "calls"}
     summary = json.loads((tmp_path / "summary.json").read_text())
     assert summary["conversations"] == 40 and sum(summary["by_kind"].values()) == 40 and summary["mean_chars"] > 0
 

@@ -30,8 +30,9 @@ from aerix import Agent
 from aerix.testing import ScriptedModel
 from build.models import IM_END, IM_START, chatml
 
-from .families import Family, Runtime, aerix_tools, make_families
+from .families import REWORD_FROM_SEED, Family, Runtime, aerix_tools, make_families
 from .tasks import MIX, Task, make_task
+from .values import big_numbers
 
 __all__ = ["SEED", "SEEDS", "MIXES", "SPLITS", "INSTRUCTIONS", "Teacher", "converse", "render", "generate", "main"]
 
@@ -176,20 +177,21 @@ def generate(seed: int, count: int, mix: dict[str, float] | None = None, splits:
     teacher, loop = Teacher(), asyncio.new_event_loop()
     out: list[dict[str, Any]] = []
     try:
-        while len(out) < count:
-            split, kind = _pick(rng, splits), _pick(rng, mix)
-            task = None
-            while task is None:  # a kind the family cannot have (a multiple of one tool): another family
-                family = rng.choice(pools["val_family" if split == "val_family" else "train"])
-                task = make_task(rng, family, kind, val_phrasing=split == "val_phrasing")
-            instructions = None
-            if rng.random() < INSTRUCTIONS_SHARE:
-                instructions = rng.choice(INSTRUCTIONS).replace("{domain}", family.domain)
-            messages = converse(family, task, instructions, teacher, loop)
-            _check_errors(messages, task)
-            text, spans = render(messages)
-            out.append({"family": family.id, "domain": family.domain, "split": split, "kind": kind, "frame": task.frame,
-                        "head": task.head, "text": text, "assistant_spans": spans, "calls": [{"tool": c.tool, "input": c.input} for c in task.calls]})
+        with big_numbers(seed >= REWORD_FROM_SEED):
+            while len(out) < count:
+                split, kind = _pick(rng, splits), _pick(rng, mix)
+                task = None
+                while task is None:  # a kind the family cannot have (a multiple of one tool): another family
+                    family = rng.choice(pools["val_family" if split == "val_family" else "train"])
+                    task = make_task(rng, family, kind, val_phrasing=split == "val_phrasing")
+                instructions = None
+                if rng.random() < INSTRUCTIONS_SHARE:
+                    instructions = rng.choice(INSTRUCTIONS).replace("{domain}", family.domain)
+                messages = converse(family, task, instructions, teacher, loop)
+                _check_errors(messages, task)
+                text, spans = render(messages)
+                out.append({"family": family.id, "domain": family.domain, "split": split, "kind": kind, "frame": task.frame,
+                            "head": task.head, "text": text, "assistant_spans": spans, "calls": [{"tool": c.tool, "input": c.input} for c in task.calls]})
     finally:
         loop.close()
     return out

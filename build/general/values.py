@@ -11,15 +11,30 @@ the value the tool's doc asks for out of however it was said.
 from __future__ import annotations
 
 import random
+from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 from build.model.corpus import synthetic_word
 from build.model.worlds import TRAIN
 
 from . import lists
 
-__all__ = ["Kind", "KINDS", "Value", "spoken", "join_words", "plural"]
+__all__ = ["Kind", "KINDS", "Value", "spoken", "join_words", "plural", "big_numbers"]
+
+# Numbers as people write large ones: "$250,000", "250k", "1.5 million euros", "12,400" (run C read
+# "$200,000" as 200). On for the corpora from run D's seed (corpus.generate); off, values are drawn
+# exactly as runs A-C had them.
+_BIG = {"on": False}
+
+
+@contextmanager
+def big_numbers(on: bool) -> Iterator[None]:
+    before, _BIG["on"] = _BIG["on"], on
+    try:
+        yield
+    finally:
+        _BIG["on"] = before
 
 
 @dataclass(frozen=True)
@@ -68,13 +83,27 @@ def join_words(rng: random.Random, items: list[str]) -> str:
 
 
 def number_text(rng: random.Random, v: int | float, words: float = 0.25) -> str:
-    if isinstance(v, int) and 0 <= v <= 9999:
+    if isinstance(v, int) and 0 <= v <= (10**9 if _BIG["on"] else 9999):
         r = rng.random()
         if r < words and v <= 999:
             return spoken(v)
-        if r < words + 0.1 and v >= 1000:
+        if r < words + (0.4 if _BIG["on"] else 0.1) and v >= 1000:
             return f"{v:,}"
     return str(v)
+
+
+def _big_money(rng: random.Random, cur: str, sym: str | None) -> Value:
+    """A large amount, said with separators, "k" or "million"."""
+    word = lists.CURRENCY_WORDS.get(cur, cur)
+    if rng.random() < 0.6:
+        k = rng.randint(10, 990)
+        v = k * 1000
+        forms = [f"{v:,} {word}", f"{k}k {cur}", f"{k},000 {word}"] + ([f"{sym}{v:,}", f"{sym}{k}k", f"{sym}{v:,}"] if sym else [])
+    else:
+        m = rng.choice((1, 1.2, 1.5, 2, 2.5, 3, 4, 5, 7.5, 10, 12, 25))
+        v = int(m * 1_000_000)
+        forms = [f"{m} million {word}", f"{v:,} {cur}", f"{m}M {cur}"] + ([f"{sym}{m} million", f"{sym}{v:,}", f"{sym}{m}M"] if sym else [])
+    return Value(v, rng.choice(forms), f"{v:,} {cur}")
 
 
 def draw_number(rng: random.Random, lo: float, hi: float, integer: bool) -> int | float:
@@ -153,6 +182,9 @@ def _num_schema(integer: bool) -> Callable[[list[str]], dict[str, Any]]:
 def _int_draw(rng: random.Random, args: list[str]) -> Value:
     lo, hi, noun = int(args[0]), int(args[1]), args[2] if len(args) > 2 else ""
     v = int(draw_number(rng, lo, hi, True))
+    if _BIG["on"]:  # a year without a separator; no noun, no "s" (runs A-C's corpora had "2022 s")
+        text = str(v) if lo >= 1900 and hi <= 2100 else number_text(rng, v)
+        return Value(v, f"{text} {plural(noun, v) if noun else ''}".strip(), f"{v} {plural(noun, v) if noun else ''}".strip())
     text = number_text(rng, v)
     return Value(v, f"{text} {plural(noun, v)}".strip(), f"{v} {plural(noun, v)}".strip())
 
@@ -171,6 +203,8 @@ def _money(rng: random.Random, args: list[str]) -> Value:
     v = draw_number(rng, 1, 5000, rng.random() < 0.5)
     cur = args[0] if args else "USD"
     sym = {"USD": "$", "EUR": "€", "GBP": "£"}.get(cur)
+    if _BIG["on"] and rng.random() < 0.3:
+        return _big_money(rng, cur, sym)
     forms = [f"{v} {cur}", f"{v} {lists.CURRENCY_WORDS.get(cur, cur)}"] + ([f"{sym}{v}"] * 2 if sym else [])
     return Value(v, rng.choice(forms), f"{v} {cur}")
 

@@ -79,3 +79,28 @@ def test_ask_heads_go_in_question_frames():
             seen["ask"] += 1
             assert task.frame in phrasing.ASK_FRAMES, (task.head, task.frame)
     assert seen["ask"] > 10
+
+
+def test_large_amounts_are_said_as_people_write_them_and_passed_as_numbers():
+    from build.general.values import KINDS, big_numbers
+
+    rng = random.Random(4)
+    with big_numbers(True):
+        drawn = [KINDS["money"].draw(rng, ["USD"]) for _ in range(400)]
+    big = [v for v in drawn if v.input >= 10_000]
+    assert len(big) > 60
+    for v in big:
+        digits = v.said.replace(",", "")
+        if "k" in v.said:
+            assert f"{v.input // 1000}k" in v.said, v
+        elif "million" in v.said or "M" in v.said:
+            assert float(digits.split()[0].lstrip("$").rstrip("M")) * 1_000_000 == v.input, v
+        else:
+            assert str(v.input) in digits, v
+    assert any("," in v.said for v in big) and any("k" in v.said for v in big) and any("million" in v.said for v in big)
+    with big_numbers(False):
+        assert all(KINDS["money"].draw(rng, ["USD"]).input <= 5000 for _ in range(200))
+    year = KINDS["int"]
+    with big_numbers(True):
+        assert all("," not in year.draw(rng, ["2015", "2027", ""]).said for _ in range(50))
+        assert all(not year.draw(rng, ["1000", "90000", ""]).said.endswith(" s") for _ in range(50))

@@ -300,12 +300,12 @@ export const pyodide = () => S.ai.pyodide;
 /**
  * P9 wasm side: prompt processing and generation rates of `model` on `nThreads` threads, from
  * llama.cpp's own timings, `runs` completions of `prompt` (a new prompt each: nothing cached)
- * and exactly `n` generated tokens. The engine is loaded for this and closed after. `nBatch` and
- * `nUbatch` (llama.cpp's n_batch/n_ubatch; absent: its defaults) are for bench/first_answer.py's
- * batch sweep.
+ * and exactly `n` generated tokens. The engine is loaded for this and closed after. The other
+ * options (`nBatch`, `nUbatch`, `cacheTypeK`, `cacheTypeV`, `flashAttn`: loadEngine's; absent:
+ * llama.cpp's defaults) are for bench/first_answer.py's batch sweep and bench/engine_sweep.py.
  */
-export async function p9Wasm({ model, nThreads, prompt, n, runs, nBatch, nUbatch }) {
-  const engine = await loadEngine({ model, wllamaBase: "/wllama/", nThreads, nBatch, nUbatch, manifest: "/models/models.json" });
+export async function p9Wasm({ model, nThreads, prompt, n, runs, ...tuning }) {
+  const engine = await loadEngine({ model, wllamaBase: "/wllama/", nThreads, ...tuning, manifest: "/models/models.json" });
   const out = [];
   try {
     for (let i = 0; i < runs; i++) {

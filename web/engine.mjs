@@ -65,6 +65,11 @@ const WASM_MAGIC = [0x00, 0x61, 0x73, 0x6d]; // "\0asm"
  *   takes (default: llama.cpp's, 2048). `info.n_batch` says what it used.
  * @param {number} [options.nUbatch] llama.cpp's `n_ubatch`: the prompt tokens computed in one pass
  *   of the model (default: llama.cpp's, 512; never above `n_batch`). `info.n_ubatch` says what it used.
+ * @param {"f32"|"f16"|"q8_0"|"q5_1"|"q5_0"|"q4_1"|"q4_0"} [options.cacheTypeK] llama.cpp's `cache_type_k`:
+ *   how the KV cache keeps keys (default: llama.cpp's, f16). `info.cache_type_k` says what was asked.
+ * @param {"f32"|"f16"|"q8_0"|"q5_1"|"q5_0"|"q4_1"|"q4_0"} [options.cacheTypeV] the same for values.
+ * @param {boolean} [options.flashAttn] llama.cpp's flash attention: true "auto" (llama.cpp turns it on
+ *   where the backend has it), false off (default: llama.cpp's, auto).
  * @param {"auto"|"off"|"require"} [options.gpu="auto"] WebGPU: "auto" offloads the model's layers
  *   when the browser gives a WebGPU adapter and runs on the CPU otherwise; "off" never offloads;
  *   "require" fails loading, naming why, when there is no adapter. `info.backend` says which runs
@@ -89,8 +94,8 @@ const WASM_MAGIC = [0x00, 0x61, 0x73, 0x6d]; // "\0asm"
 export async function loadEngine(options) {
   if (typeof options !== "object" || options === null) throw new TypeError("loadEngine: give it its options, {model, ...}");
   const { model, cache = true, cacheKey, manifest, wllamaBase = "./wllama/", nCtx = 4096, nThreads, nGpuLayers, gpu = "auto" } = options;
-  const { onProgress, seed, recorder = false, prompt = "auto", template, logger = QUIET_LOGGER, nBatch, nUbatch } = options;
-  const batch = batchParams(nBatch, nUbatch);
+  const { onProgress, seed, recorder = false, prompt = "auto", template, logger = QUIET_LOGGER } = options;
+  const batch = tuningParams(options);
   if (!["auto", "text", "chat"].includes(prompt)) throw new TypeError(`loadEngine: prompt must be "auto", "text" or "chat", got ${prompt}`);
   if (typeof cache !== "boolean") throw new TypeError(`loadEngine: cache must be true or false, got ${cache}`);
   if (!["auto", "off", "require"].includes(gpu)) throw new TypeError(`loadEngine: gpu must be "auto", "off" or "require", got ${gpu}`);
@@ -133,6 +138,9 @@ export async function loadEngine(options) {
     n_threads: wllama.getNumThreads(),
     n_batch: ctx.n_batch,
     n_ubatch: ctx.n_ubatch,
+    cache_type_k: batch.cache_type_k ?? "f16",
+    cache_type_v: batch.cache_type_v ?? "f16",
+    flash_attn: batch.flash_attn ?? "auto",
     isolated,
     backend: adapter && nGpuLayers !== 0 && !log.gpuLayers?.startsWith("0/") ? "webgpu" : "cpu",
     gpuLayers: log.gpuLayers,
@@ -165,19 +173,30 @@ function defaultThreads() {
   return Math.min(MAX_DEFAULT_THREADS, Math.max(1, navigator.hardwareConcurrency || 1));
 }
 
+const CACHE_TYPES = ["f32", "f16", "q8_0", "q5_1", "q5_0", "q4_1", "q4_0"];
+
 /**
- * llama.cpp's `n_batch`/`n_ubatch` for the options given (none: llama.cpp's defaults).
- * @param {unknown} nBatch
- * @param {unknown} nUbatch
- * @returns {{n_batch?: number, n_ubatch?: number}}
+ * llama.cpp's batch sizes, KV cache types and flash attention for the options given (none given:
+ * llama.cpp's defaults).
+ * @param {{nBatch?: unknown, nUbatch?: unknown, cacheTypeK?: unknown, cacheTypeV?: unknown, flashAttn?: unknown}} options
+ * @returns {{n_batch?: number, n_ubatch?: number, cache_type_k?: string, cache_type_v?: string, flash_attn?: boolean}}
  */
-function batchParams(nBatch, nUbatch) {
-  /** @type {{n_batch?: number, n_ubatch?: number}} */
+function tuningParams({ nBatch, nUbatch, cacheTypeK, cacheTypeV, flashAttn }) {
+  /** @type {{n_batch?: number, n_ubatch?: number, cache_type_k?: string, cache_type_v?: string, flash_attn?: boolean}} */
   const out = {};
   for (const [name, key, value] of /** @type {const} */ ([["nBatch", "n_batch", nBatch], ["nUbatch", "n_ubatch", nUbatch]])) {
     if (value === undefined) continue;
     if (typeof value !== "number" || !Number.isInteger(value) || value < 1) throw new TypeError(`loadEngine: ${name} must be a whole number of tokens ≥ 1, got ${value}`);
     out[key] = value;
+  }
+  for (const [name, key, value] of /** @type {const} */ ([["cacheTypeK", "cache_type_k", cacheTypeK], ["cacheTypeV", "cache_type_v", cacheTypeV]])) {
+    if (value === undefined) continue;
+    if (typeof value !== "string" || !CACHE_TYPES.includes(value)) throw new TypeError(`loadEngine: ${name} must be one of ${CACHE_TYPES.join(", ")}, got ${value}`);
+    out[key] = value;
+  }
+  if (flashAttn !== undefined) {
+    if (typeof flashAttn !== "boolean") throw new TypeError(`loadEngine: flashAttn must be true or false, got ${flashAttn}`);
+    out.flash_attn = flashAttn;
   }
   return out;
 }
@@ -334,7 +353,7 @@ async function modelFacts(wllama, template, counting) {
  * "chatml", "qwen3", "llama3", "gemma", "mistral", "phi", "other"). Unknown facts read "unknown".
  * `backend` and `gpuLayers`: see the `gpu` option.
  * `n_batch`/`n_ubatch`: llama.cpp's batch sizes (see the options of the same names).
- * @typedef {{prompt: "text"|"chat"|"pending", n_ctx: number, n_vocab: number, n_threads: number, n_batch: number, n_ubatch: number, isolated: boolean, cached: boolean, fetchMs: number, loadMs: number,
+ * @typedef {{prompt: "text"|"chat"|"pending", n_ctx: number, n_vocab: number, n_threads: number, n_batch: number, n_ubatch: number, cache_type_k: string, cache_type_v: string, flash_attn: boolean|"auto", isolated: boolean, cached: boolean, fetchMs: number, loadMs: number,
  *   n_ctx_train: number, name: string, architecture: string, parameters: string, n_params: number|null, quantisation: string,
  *   template: string, backend: "cpu"|"webgpu", gpuLayers: string|null}} EngineInfo
  */

@@ -118,3 +118,26 @@ describe("batch sizes", () => {
     assert.equal(globalThis.llama.loads.length, 0);
   });
 });
+
+describe("KV cache types and flash attention", () => {
+  test("cacheTypeK, cacheTypeV and flashAttn reach wllama as llama.cpp's keys; info says what was asked", async () => {
+    const { params, info } = await load({ cacheTypeK: "f32", cacheTypeV: "q8_0", flashAttn: false });
+    assert.equal(params.cache_type_k, "f32");
+    assert.equal(params.cache_type_v, "q8_0");
+    assert.equal(params.flash_attn, false);
+    assert.deepEqual([info.cache_type_k, info.cache_type_v, info.flash_attn], ["f32", "q8_0", false]);
+  });
+
+  test("without them, wllama gets none of the keys and info gives llama.cpp's defaults", async () => {
+    const { params, info } = await load();
+    for (const key of ["cache_type_k", "cache_type_v", "flash_attn"]) assert.ok(!(key in params), key);
+    assert.deepEqual([info.cache_type_k, info.cache_type_v, info.flash_attn], ["f16", "f16", "auto"]);
+  });
+
+  test("a type llama.cpp has not, or a flashAttn that is not a boolean, is refused by name before anything loads", async () => {
+    for (const [option, value] of [["cacheTypeK", "f8"], ["cacheTypeV", 16], ["flashAttn", "auto"], ["flashAttn", 1]]) {
+      await assert.rejects(load({ [option]: value }), (e) => e instanceof TypeError && e.message.includes(option), `${option}: ${value}`);
+    }
+    assert.equal(globalThis.llama.loads.length, 0);
+  });
+});

@@ -114,3 +114,32 @@ def test_token_table_compares_with_the_default_format_and_gives_seconds_only_at_
     assert with_rate[3] == "| SmolLM2 | demo (5 tools) | compact | 1241 | 375 | 398 | -33 (-8%) | 5.0 s |"
     assert prompt_tokens.page_rate("aerix-tools") is None
     assert prompt_tokens.table("aerix-tools", rows).splitlines()[2].endswith("| 431 | +0 (+0%) |")
+
+
+# -- the engine sweep (bench/engine_sweep.py) -------------------------------------------------------
+
+
+def test_engine_sweep_variants_parse_options_and_refuse_a_malformed_one():
+    from bench import engine_sweep
+
+    assert engine_sweep.parse_variant("f32=cacheTypeK:f32,flashAttn:false,nUbatch:128") == (
+        "f32", {"cacheTypeK": "f32", "flashAttn": False, "nUbatch": 128})
+    assert engine_sweep.parse_variant("default=") == ("default", {})
+    for bad in ("no-equals", "=cacheTypeK:f32", "x=cacheTypeK"):
+        with pytest.raises(Exception, match="variant|NAME=option"):
+            engine_sweep.parse_variant(bad)
+
+
+def test_engine_sweep_table_one_row_per_variant_and_browser_cold_and_warm_medians():
+    from bench import engine_sweep
+
+    def run(variant, flags, prompt, which, rate, gen=30.0):
+        return {"variant": variant, "js_flags": flags, "prompt": prompt, "run": which, "prompt_tok_s": rate, "gen_tok_s": gen}
+
+    record = {"variants": {"default": {}}, "js_flags": ["", "--no-liftoff"], "runs": [
+        run("default", "", "short", "cold", 60.0), run("default", "", "short", "warm", 80.0),
+        run("default", "", "long", "cold", 40.0), run("default", "", "long", "warm", 44.0, 33.0),
+        run("default", "--no-liftoff", "long", "cold", 70.0)]}
+    lines = engine_sweep.table(record).splitlines()
+    assert lines[2] == "| default | (none) | 60.0 / 80.0 | 40.0 / 44.0 | 30.0 / 33.0 |"
+    assert lines[3] == "| default | --no-liftoff | – / – | 70.0 / – | 30.0 / – |"

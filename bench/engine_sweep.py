@@ -18,7 +18,6 @@ variants, prompts and browsers interleave round by round. Figures, not a pass/fa
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import sys
 import time
@@ -113,7 +112,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from playwright.sync_api import sync_playwright
 
-    from bench.run import launch, log, start_server
+    from bench.run import launch, log, start_server, write_result
 
     server, origin = start_server()
     started = time.monotonic()
@@ -124,12 +123,7 @@ def main(argv: list[str] | None = None) -> int:
         for b in browsers.values():
             b.close()
     server.shutdown()
-    text = table(record)
-    print(text)
-    record.update(minutes=round((time.monotonic() - started) / 60, 2), table=text)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(record, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
-    print(f"wrote {args.out}")
+    write_result(args.out, record, table(record), started)
     return 0
 
 

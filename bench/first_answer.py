@@ -180,7 +180,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from playwright.sync_api import sync_playwright
 
-    from bench.run import launch, log, start_server
+    from bench.run import launch, log, start_server, write_result
 
     server, origin = start_server()
     started = time.monotonic()
@@ -196,11 +196,7 @@ def main(argv: list[str] | None = None) -> int:
             text = "\n".join("| " + " | ".join(line) + " |" for line in rows(record))
         browser.close()
     server.shutdown()
-    print(text)
-    record.update(minutes=round((time.monotonic() - started) / 60, 2), table=text, browser="chromium")
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(record, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
-    print(f"wrote {args.out}")
+    write_result(args.out, record, text, started, browser="chromium")
     return 0
 
 

@@ -94,6 +94,16 @@ def summary(values: list[float]) -> dict[str, Any]:
     return {"median": statistics.median(values), "min": min(values), "max": max(values), "n": len(values), "values": values}
 
 
+def write_result(out: Path, record: dict[str, Any], text: str, started: float, **more: Any) -> None:
+    """A standalone bench's ending: its table printed, and ``record`` (with its minutes since
+    ``started``, the table and ``more``) written to ``out`` as JSON."""
+    print(text)
+    record.update(minutes=round((time.monotonic() - started) / 60, 2), table=text, **more)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(record, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    print(f"wrote {out}")
+
+
 def log(message: str) -> None:
     print(f"bench: {message}", file=sys.stderr, flush=True)
 

@@ -24,7 +24,6 @@ llama.cpp's own timings; the values interleave round by round.
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import sys
 import time

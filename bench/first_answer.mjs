@@ -3,7 +3,7 @@
  * opens it in a fresh browser context per load, so nothing of an earlier load is cached).
  *
  *   /bench/first_answer.html?model=/models/smollm2-q8_0.gguf&worker=1&threads=2&task=...&task=...
- *     [&nBatch=N&nUbatch=N]
+ *     [&nBatch=N&nUbatch=N&cacheTypeK=T&cacheTypeV=T&flashAttn=0|1&system=compact]
  *
  * It boots aerix (page mode, or `worker=1`: boot({worker: true})) on `model` with `threads` engine
  * threads, then builds the demo's agent (web/demo-tools.mjs: its instructions and five tools) and
@@ -23,17 +23,22 @@ const params = new URLSearchParams(location.search);
 const at = () => performance.now();
 const LIMIT_MS = 240_000; // an agent that has not answered by then is stopped (its answer: null)
 
-/** The engine options of the query: threads, and the batch sizes only when given. */
+/** The engine options of the query: threads, and the batch sizes, KV cache types and flash attention only when given. */
 function engineOptions() {
   const out = { nThreads: Number(params.get("threads") ?? 2) };
   for (const name of ["nBatch", "nUbatch"]) if (params.has(name)) out[name] = Number(params.get(name));
+  for (const name of ["cacheTypeK", "cacheTypeV"]) if (params.has(name)) out[name] = params.get(name);
+  if (params.has("flashAttn")) out.flashAttn = params.get("flashAttn") === "1";
   return out;
 }
+
+/** The agents' turn format: the compact system message with `system=compact`, else aerix's default. */
+const TURN_FORMAT = params.get("system") === "compact" ? { turnFormat: { system: "compact" } } : {};
 
 /** One agent's first task: build it, send `prompt`, time its events until the run ends. */
 async function firstAnswer(ai, prompt) {
   const built = at();
-  const agent = ai.agent({ instructions: INSTRUCTIONS, tools, limits: { turns: 4, maxTokens: 256 } });
+  const agent = ai.agent({ instructions: INSTRUCTIONS, tools, limits: { turns: 4, maxTokens: 256 }, ...TURN_FORMAT });
   await agent.ready;
   const sent = at();
   const out = { prompt, agentMs: sent - built, sentAt: sent, firstTokenMs: null, firstAnswerMs: null, answerGeneration: null, usage: [], calls: [], ending: null };

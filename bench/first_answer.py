@@ -1,7 +1,8 @@
 """P10: what a person waits for before an answer starts, and the batch-size sweep of the engine.
 
     .venv/bin/python -m bench.first_answer [--runs 3] [--threads 2] [--models smollm2-q8_0.gguf,...]
-        [--modes page,worker] [--n-batch N] [--n-ubatch N] [--out bench/results/p10.json]
+        [--modes page,worker] [--n-batch N] [--n-ubatch N] [--engine cacheTypeK:f32,flashAttn:false]
+        [--system compact] [--out bench/results/p10.json]
     .venv/bin/python -m bench.first_answer --ubatch-sweep 32,64,128,256,512 [--model smollm2-q8_0.gguf]
         [--threads 2] [--runs 3]
 
@@ -40,7 +41,7 @@ THREADS = 2
 GOALS_MS = {"cold": 4000.0, "warm": 1500.0}  # issue 30
 SWEEP_PROMPT = ("The history of weather forecasting begins with the observation of the sky. " * 60).strip()
 
-__all__ = ["GOALS_MS", "TASKS", "figures", "main", "p10", "rows", "sweep_rows", "ubatch_sweep"]
+__all__ = ["GOALS_MS", "TASKS", "engine_options", "figures", "main", "p10", "rows", "sweep_rows", "ubatch_sweep"]
 
 
 def _summary(values: list[float]) -> dict[str, Any] | None:
@@ -65,7 +66,7 @@ def _load(browser: Any, origin: str, query: dict[str, Any]) -> dict[str, Any]:
 
 def p10(browser: Any, origin: str, runs: int, *, threads: int = THREADS, models: tuple[str, ...] | None = None,
         modes: tuple[str, ...] = ("page", "worker"), n_batch: int | None = None, n_ubatch: int | None = None,
-        log: Callable[[str], None] = print) -> dict[str, Any]:  # fmt: skip
+        engine: dict[str, Any] | None = None, system: str = "full", log: Callable[[str], None] = print) -> dict[str, Any]:  # fmt: skip
     """P10 for each model and mode, `runs` page loads each (each boots a page and runs two agents
     on a real model: tens of seconds), interleaved model by model and mode by mode."""
     chosen = models or P10_MODELS + tuple(m for m in P10_ALSO if (SITE / "models" / m).is_file())
@@ -80,12 +81,15 @@ def p10(browser: Any, origin: str, runs: int, *, threads: int = THREADS, models:
             for mode in modes:
                 query: dict[str, Any] = {"model": f"/models/{model}", "worker": int(mode == "worker"), "threads": threads, "task": list(tasks)}
                 query.update({k: v for k, v in (("nBatch", n_batch), ("nUbatch", n_ubatch)) if v is not None})
+                query.update({k: int(v) if isinstance(v, bool) else v for k, v in (engine or {}).items()})
+                if system != "full":
+                    query["system"] = system
                 result = _load(browser, origin, query)
                 raw.setdefault(f"{model} {mode}", []).append(result)
                 cold, warm = result["cold"], result["warm"]
                 log(f"P10 {model} {mode} run {i + 1}: cold answer {cold['firstAnswerMs']} ms (first token {cold['firstTokenMs']}), "
                     f"warm answer {warm['firstAnswerMs']} ms (first token {warm['firstTokenMs']}); warm first prompt {warm['usage'][:1]}")  # fmt: skip
-    return {"threads": threads, "runs": runs, "tasks": list(TASKS), "n_batch": n_batch, "n_ubatch": n_ubatch,
+    return {"threads": threads, "runs": runs, "tasks": list(TASKS), "n_batch": n_batch, "n_ubatch": n_ubatch, "engine": engine or {}, "system": system,
             "figures": {key: figures(results) for key, results in raw.items()}, "raw": raw}  # fmt: skip
 
 
@@ -164,6 +168,13 @@ def sweep_rows(sweep: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def engine_options(text: str) -> dict[str, Any]:
+    """``cacheTypeK:f32,flashAttn:false`` -> the engine options (bench/engine_sweep.py's syntax)."""
+    from bench.engine_sweep import parse_variant
+
+    return parse_variant(f"engine={text}")[1]
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=3, help="page loads per model and mode (P10), or rounds (sweep)")
@@ -172,6 +183,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--modes", default="page,worker")
     ap.add_argument("--n-batch", type=int)
     ap.add_argument("--n-ubatch", type=int)
+    ap.add_argument("--engine", type=engine_options, default=None, metavar="OPTION:VALUE,...",
+                    help="more engine options: cacheTypeK, cacheTypeV (f32, f16, q8_0, ...), flashAttn (true/false)")
+    ap.add_argument("--system", choices=("full", "compact"), default="full", help="the agents' system message (turnFormat.system)")
     ap.add_argument("--ubatch-sweep", help="comma-separated n_ubatch values: measure the prompt rate for each instead of P10")
     ap.add_argument("--model", default="smollm2-q8_0.gguf", help="the sweep's model")
     ap.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "p10.json")
@@ -191,7 +205,7 @@ def main(argv: list[str] | None = None) -> int:
         else:
             models = tuple(args.models.split(",")) if args.models else None
             record = p10(browser, origin, args.runs, threads=args.threads, models=models, modes=tuple(args.modes.split(",")),
-                         n_batch=args.n_batch, n_ubatch=args.n_ubatch, log=log)  # fmt: skip
+                         n_batch=args.n_batch, n_ubatch=args.n_ubatch, engine=args.engine, system=args.system, log=log)  # fmt: skip
             text = "\n".join("| " + " | ".join(line) + " |" for line in rows(record))
         browser.close()
     server.shutdown()

@@ -86,6 +86,13 @@ eval: build chromium
 smollm2: build
 	$(PY) -m build.smollm2
 
+# The same weights as Q4_0 and IQ4_NL (models/smollm2-q4_0.gguf, smollm2-iq4_nl.gguf, listed), so
+# that P9 compares the four formats' kernels: re-quantised from the Q8_0 copy by build/requant.py
+# once into the cache (about 20 s on 2 cores), then linked into the site.
+.PHONY: smollm2-quants
+smollm2-quants: smollm2
+	$(PY) -m build.smollm2 --quants
+
 # aerix-general (issue 29): SmolLM2-135M-Instruct with the LoRA adapter committed in
 # models/general/ merged, as Q8_0, into ~/.cache/aerix/general/aerix-general-q8_0.gguf (sha256
 # pinned in models/general/manifest.json), then linked into the site and listed in models.json.
@@ -97,12 +104,13 @@ general-model: build
 # -- benchmarks --------------------------------------------------------------------------
 
 # P1-P9 and threads, each a ratio of A and B measured in interleaved pairs in headless Chromium
-# (P1, P2, P4, P5, P7 in both modes, page and worker; P9 against llama-server on SmolLM2); P10,
-# the time to a demo task's first answer token on real models (bench/first_answer.py); prints the
-# table and writes bench/results/latest.json (see bench/run.py and bench/README.md).
-# BENCH_PAIRS=5 by default; about 15 minutes on 2 shared vCPUs without P10 (its time not yet measured).
+# (P1, P2, P4, P5, P7 in both modes, page and worker; P9 against llama-server on SmolLM2 as Q4_1,
+# Q8_0, Q4_0 and IQ4_NL); P10, the time to a demo task's first answer token on real models
+# (bench/first_answer.py); prints the table and writes bench/results/latest.json (see bench/run.py
+# and bench/README.md). BENCH_PAIRS=5 by default; about 15 minutes on 2 shared vCPUs without P10
+# and without P9's Q4_0 and IQ4_NL rows (their time not yet measured).
 BENCH_PAIRS ?= 5
-bench: build chromium smollm2 llama-server
+bench: build chromium smollm2 smollm2-quants llama-server
 	$(PY) -m bench.run --pairs $(BENCH_PAIRS)
 
 # The Berkeley Function-Calling Leaderboard's data and AST checker: PyPI's bfcl-eval wheel

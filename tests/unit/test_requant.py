@@ -14,7 +14,7 @@ from gguf import GGMLQuantizationType as Q
 from gguf import GGUFReader, GGUFWriter, LlamaFileType
 from gguf.quants import dequantize, quantize
 
-from build.requant import requant
+from build.requant import KVALUES_IQ4_NL, quantize_iq4_nl, requant
 
 
 def _write(path, weights, norm):
@@ -56,3 +56,51 @@ def test_requant_to_q8_0_keeps_the_keys_and_the_weights(tmp_path):
     step = np.abs(q41).reshape(4, 2, 32).max(axis=2) / 127
     assert np.all(np.abs(q8 - q41).reshape(4, 2, 32) <= step[..., None])
     assert np.array_equal(np.asarray(tensors["blk.0.ffn_norm.weight"].data), norm)
+
+
+def test_iq4_nl_blocks_read_back_by_gguf_hold_the_weights():
+    rng = np.random.default_rng(5)
+    weights = rng.normal(size=(16, 256)).astype(np.float32)
+    blocks = quantize_iq4_nl(weights)
+    assert blocks.dtype == np.uint8 and blocks.shape == (16, 8 * 18)  # per 32 weights: a float16 and 16 bytes
+    back = dequantize(blocks, Q.IQ4_NL).reshape(16, 256)
+    # Each weight within an eighth of its block's largest magnitude, Q4_0's worst case (its step is
+    # that magnitude / 8, and the largest rounds down a whole step); and closer than Q4_0 overall,
+    # which is what IQ4_NL's non-uniform grid is for.
+    largest = np.abs(weights).reshape(-1, 32).max(axis=1)
+    assert np.all(np.abs(back - weights).reshape(-1, 32).max(axis=1) <= largest / 8)
+    q4_0 = dequantize(quantize(weights, Q.Q4_0), Q.Q4_0).reshape(16, 256)
+    assert np.sqrt(np.mean((back - weights) ** 2)) < np.sqrt(np.mean((q4_0 - weights) ** 2))
+
+
+def test_iq4_nl_holds_weights_on_its_grid_exactly():
+    # d * KVALUES_IQ4_NL[i] for a float16 d of either sign, each block reaching the grid's -127 (the
+    # scale llama.cpp's search starts from): every weight and its position come back as they were,
+    # which pins which nibble of which byte holds which weight; a block of zeros stays zeros.
+    rng = np.random.default_rng(7)
+    index = rng.integers(0, 16, size=(40, 32))
+    index[:, rng.integers(0, 32, size=40)] = 0
+    d = (rng.choice([-1.0, 1.0], size=(40, 1)) * rng.uniform(1e-3, 4, size=(40, 1))).astype(np.float16).astype(np.float32)
+    weights = (d * KVALUES_IQ4_NL[index]).reshape(10, 128)
+    weights[3] = 0
+    back = dequantize(quantize_iq4_nl(weights), Q.IQ4_NL).reshape(10, 128)
+    assert np.array_equal(back, weights)
+
+
+def test_requant_to_iq4_nl_gives_a_gguf_of_iq4_nl_tensors(tmp_path):
+    rng = np.random.default_rng(11)
+    weights = rng.normal(size=(4, 64)).astype(np.float32)
+    norm = np.ones(64, dtype=np.float32)
+    src, dst = tmp_path / "src.gguf", tmp_path / "dst.gguf"
+    _write(src, weights, norm)
+    assert requant(src, dst, "IQ4_NL") == {"requantised": 1, "kept": 1}
+    reader = GGUFReader(dst)
+    assert reader.fields["general.file_type"].contents() == LlamaFileType.MOSTLY_IQ4_NL
+    assert reader.fields["general.name"].contents() == "requant test"
+    tensors = {t.name: t for t in reader.tensors}
+    up = tensors["blk.0.ffn_up.weight"]
+    assert up.tensor_type == Q.IQ4_NL and [int(n) for n in up.shape] == [64, 4]
+    q41 = dequantize(quantize(weights, Q.Q4_1), Q.Q4_1)
+    largest = np.abs(q41).reshape(-1, 32).max(axis=1)
+    assert np.all(np.abs(dequantize(up.data, Q.IQ4_NL).reshape(4, 64) - q41).reshape(-1, 32).max(axis=1) <= largest / 8)
+    assert tensors["blk.0.ffn_norm.weight"].tensor_type == Q.F32

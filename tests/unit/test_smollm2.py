@@ -136,3 +136,44 @@ def test_describe_reads_the_header(tmp_path: Path) -> None:
         "tiny.gguf: aerix-tiny, llama, file type ALL_F32",
         "context length 4096, 2 blocks, vocabulary 297, chat template: yes",
     ]
+
+
+def q8_0_gguf(path: Path) -> None:
+    """A GGUF with one Q8_0 weight and a norm, as the site's smollm2-q8_0.gguf holds them."""
+    import numpy as np
+    from gguf import GGMLQuantizationType, GGUFWriter, LlamaFileType
+    from gguf.quants import quantize
+
+    writer = GGUFWriter(path, "llama")
+    writer.add_file_type(LlamaFileType.MOSTLY_Q8_0)
+    weights = np.random.default_rng(1).normal(size=(2, 64)).astype(np.float32)
+    writer.add_tensor("blk.0.ffn_up.weight", quantize(weights, GGMLQuantizationType.Q8_0), raw_dtype=GGMLQuantizationType.Q8_0)
+    writer.add_tensor("blk.0.ffn_norm.weight", np.ones(64, dtype=np.float32))
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+
+
+def test_quants_puts_q4_0_and_iq4_nl_copies_of_the_q8_0_into_the_site(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from gguf import GGMLQuantizationType, GGUFReader, LlamaFileType
+
+    site, cache = make_site(tmp_path), tmp_path / "cache"
+    args = ["--quants", "--site", str(site), "--cache", str(cache)]
+    assert smollm2.main(args) == 1
+    assert "smollm2-q8_0.gguf is missing: run `make smollm2` first" in capsys.readouterr().err
+    q8_0_gguf(site / "models" / "smollm2-q8_0.gguf")
+    assert smollm2.main(args) == 0
+    for name, qtype, ftype in [("q4_0", GGMLQuantizationType.Q4_0, LlamaFileType.MOSTLY_Q4_0),
+                               ("iq4_nl", GGMLQuantizationType.IQ4_NL, LlamaFileType.MOSTLY_IQ4_NL)]:  # fmt: skip
+        reader = GGUFReader(site / "models" / f"smollm2-{name}.gguf")
+        assert reader.fields["general.file_type"].contents() == ftype
+        assert [t.tensor_type for t in reader.tensors] == [qtype, GGMLQuantizationType.F32]
+    listed = [m["file"] for m in json.loads((site / "models" / "models.json").read_text())["models"]]
+    assert listed == ["tiny.gguf", "smollm2-q4_0.gguf", "smollm2-iq4_nl.gguf"]
+    made = sorted(cache.iterdir())
+    assert [p.name for p in made] == ["SmolLM2-135M-Instruct-IQ4_NL.gguf", "SmolLM2-135M-Instruct-Q4_0.gguf"]
+    before = [p.stat().st_mtime_ns for p in made]
+    (site / "models" / "smollm2-q4_0.gguf").unlink()  # a site built again: linked from the cache, not made again
+    assert smollm2.main(args) == 0
+    assert (site / "models" / "smollm2-q4_0.gguf").is_file() and [p.stat().st_mtime_ns for p in made] == before

@@ -143,3 +143,33 @@ def test_engine_sweep_table_one_row_per_variant_and_browser_cold_and_warm_median
     lines = engine_sweep.table(record).splitlines()
     assert lines[2] == "| default | (none) | 60.0 / 80.0 | 40.0 / 44.0 | 30.0 / 33.0 |"
     assert lines[3] == "| default | --no-liftoff | – / – | 70.0 / – | 30.0 / – |"
+
+
+# -- the profile of the engine's threads (bench/profile_prompt.py) ------------------------------
+
+
+def test_profile_self_times_add_each_threads_samples_by_function_and_count_wasm_threads_as_the_engines():
+    from bench import profile_prompt
+
+    def frame(name, wasm=False):
+        return {"functionName": name, "url": "wasm://wasm/abc" if wasm else "http://x/engine.mjs", **({"codeType": "wasm"} if wasm else {})}
+
+    events = [
+        {"name": "Profile", "pid": 1, "tid": 7, "id": "0x1", "args": {"data": {"startTime": 0}}},
+        {"name": "ProfileChunk", "pid": 1, "tid": 7, "id": "0x1", "args": {"data": {
+            "cpuProfile": {"nodes": [{"id": 1, "callFrame": frame("(root)")}, {"id": 2, "callFrame": frame("ggml_vec_dot_q8_0_q8_0", True), "parent": 1},
+                                     {"id": 3, "callFrame": frame("(idle)")}], "samples": [2, 2, 3]},
+            "timeDeltas": [0, 100, 100]}}},
+        {"name": "ProfileChunk", "pid": 1, "tid": 7, "id": "0x1", "args": {"data": {
+            "cpuProfile": {"nodes": [{"id": 4, "callFrame": frame("ggml_vec_dot_f16", True), "parent": 1}], "samples": [4]}, "timeDeltas": [50]}}},
+        {"name": "ProfileChunk", "pid": 1, "tid": 9, "id": "0x2", "args": {"data": {
+            "cpuProfile": {"nodes": [{"id": 1, "callFrame": frame("render")}], "samples": [1, 1]}, "timeDeltas": [0, 30]}}},
+        {"name": "ThreadName", "pid": 1, "tid": 7},
+    ]
+    times = profile_prompt.self_times(events)
+    # each chunk's samples take the delta that follows them; the last of a chunk gets 0
+    assert times["total_us"]["ggml_vec_dot_q8_0_q8_0"] == 200 and times["total_us"]["(idle)"] == 0
+    assert times["total_us"]["render"] == 30
+    assert times["engine_busy_us"] == 200  # only the thread that ran wasm, idle left out
+    text = profile_prompt.table("prompt", times, 5, {"prompt_n": 790, "prompt_per_second": 40.0, "predicted_n": 1, "predicted_per_second": 0})
+    assert "| `ggml_vec_dot_q8_0_q8_0` | 0 | 100.0 % |" in text and "790 tokens at 40.0 tok/s" in text and "(idle)" not in text

@@ -30,6 +30,7 @@ ROOT = Path(__file__).resolve().parent.parent
 SENTENCE = "The history of weather forecasting begins with the observation of the sky. "
 PHASES = {"prompt": ((SENTENCE * 60).strip(), 1), "decode": ("Tell me a long story about the sea.", 96)}
 CATEGORIES = "disabled-by-default-v8.cpu_profiler,v8"
+IDLE = ("(idle)", "(program)", "(garbage collector)")
 
 LOAD = """async ({ model, nThreads, options }) => {
   const { loadEngine } = await import("/engine.mjs");
@@ -70,18 +71,19 @@ def self_times(events: Iterable[dict[str, Any]]) -> dict[str, Any]:
         ids, deltas = profile.get("samples") or [], data.get("timeDeltas") or []
         samples[key] += list(zip(ids, deltas[1:] + [0]))
     total: Counter[str] = Counter()
-    per_thread: dict[str, Counter[str]] = {}
+    per_thread: dict[str, dict[str, Any]] = {}
     engine_us = 0
     for key, pairs in samples.items():
         mine: Counter[str] = Counter()
         for node, us in pairs:
             mine[names[key].get(node, f"node {node}")] += max(us, 0)
         total.update(mine)
-        per_thread[f"{key[0]}:{threads[key]}"] = mine
-        if any(node in wasm[key] for node, _ in pairs):
-            engine_us += sum(us for node, us in pairs if names[key].get(node) not in ("(idle)", "(program)", "(garbage collector)"))
-    return {"total_us": dict(total), "engine_busy_us": engine_us,
-            "threads": {t: sum(c.values()) for t, c in per_thread.items()}}  # fmt: skip
+        busy = sum(us for name, us in mine.items() if name not in IDLE)
+        ran_wasm = any(node in wasm[key] for node, _ in pairs)
+        per_thread[f"{key[0]}:{threads[key]}"] = {"busy_us": busy, "wasm_us": sum(us for node, us in pairs if node in wasm[key]), "engine": ran_wasm}
+        if ran_wasm:
+            engine_us += busy
+    return {"total_us": dict(total), "engine_busy_us": engine_us, "threads": per_thread}
 
 
 def table(phase: str, times: dict[str, Any], top: int, timings: dict[str, Any] | None) -> str:
@@ -90,6 +92,8 @@ def table(phase: str, times: dict[str, Any], top: int, timings: dict[str, Any] |
     if timings:
         head += (f" (llama.cpp: prompt {timings.get('prompt_n')} tokens at {timings.get('prompt_per_second', 0):.1f} tok/s, "
                  f"{timings.get('predicted_n')} generated at {timings.get('predicted_per_second', 0):.1f} tok/s)")  # fmt: skip
+    engine = sorted((t["wasm_us"] for t in times["threads"].values() if t["engine"]), reverse=True)
+    head += f"; threads running wasm: {len(engine)} ({', '.join(f'{us / 1e6:.1f} s' for us in engine)} in wasm)"
     lines = [head, "", "| function | self ms | share of the engine threads' busy time |", "|---|---|---|"]
     skip = {"(idle)", "(program)", "(root)", "(garbage collector)"}
     for name, us in Counter({k: v for k, v in times["total_us"].items() if k not in skip}).most_common(top):

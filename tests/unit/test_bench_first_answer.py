@@ -171,5 +171,8 @@ def test_profile_self_times_add_each_threads_samples_by_function_and_count_wasm_
     assert times["total_us"]["ggml_vec_dot_q8_0_q8_0"] == 200 and times["total_us"]["(idle)"] == 0
     assert times["total_us"]["render"] == 30
     assert times["engine_busy_us"] == 200  # only the thread that ran wasm, idle left out
+    assert times["threads"]["1:7"] == {"busy_us": 200, "wasm_us": 200, "engine": True}
+    assert times["threads"]["1:9"]["engine"] is False
     text = profile_prompt.table("prompt", times, 5, {"prompt_n": 790, "prompt_per_second": 40.0, "predicted_n": 1, "predicted_per_second": 0})
     assert "| `ggml_vec_dot_q8_0_q8_0` | 0 | 100.0 % |" in text and "790 tokens at 40.0 tok/s" in text and "(idle)" not in text
+    assert "threads running wasm: 1 (0.0 s in wasm)" in text

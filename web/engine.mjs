@@ -66,10 +66,11 @@ const WASM_MAGIC = [0x00, 0x61, 0x73, 0x6d]; // "\0asm"
  * @param {number} [options.nUbatch] llama.cpp's `n_ubatch`: the prompt tokens computed in one pass
  *   of the model (default: llama.cpp's, 512; never above `n_batch`). `info.n_ubatch` says what it used.
  * @param {"f32"|"f16"|"q8_0"|"q5_1"|"q5_0"|"q4_1"|"q4_0"} [options.cacheTypeK] llama.cpp's `cache_type_k`:
- *   how the KV cache keeps keys (default: llama.cpp's, f16). `info.cache_type_k` says what was asked.
+ *   how the KV cache keeps keys (default on the CPU: f32, CPU ATTENTION below; on WebGPU llama.cpp's,
+ *   f16). `info.cache_type_k` says what was asked.
  * @param {"f32"|"f16"|"q8_0"|"q5_1"|"q5_0"|"q4_1"|"q4_0"} [options.cacheTypeV] the same for values.
  * @param {boolean} [options.flashAttn] llama.cpp's flash attention: true "auto" (llama.cpp turns it on
- *   where the backend has it), false off (default: llama.cpp's, auto).
+ *   where the backend has it), false off (default on the CPU: off; on WebGPU llama.cpp's, auto).
  * @param {"auto"|"off"|"require"} [options.gpu="auto"] WebGPU: "auto" offloads the model's layers
  *   when the browser gives a WebGPU adapter and runs on the CPU otherwise; "off" never offloads;
  *   "require" fails loading, naming why, when there is no adapter. `info.backend` says which runs
@@ -118,7 +119,8 @@ export async function loadEngine(options) {
   const isolated = globalThis.crossOriginIsolated === true;
   const threads = isolated ? Math.max(1, nThreads ?? defaultThreads()) : 1;
   const loadStarted = performance.now();
-  const params = { n_ctx: nCtx, n_threads: threads, n_gpu_layers: adapter ? nGpuLayers : 0, ...batch, ...(seed === undefined ? {} : { seed }), ...(template ? { chat_template: template } : {}) };
+  const tuning = { ...(adapter && nGpuLayers !== 0 ? {} : CPU_ATTENTION), ...batch };
+  const params = { n_ctx: nCtx, n_threads: threads, n_gpu_layers: adapter ? nGpuLayers : 0, ...tuning, ...(seed === undefined ? {} : { seed }), ...(template ? { chat_template: template } : {}) };
   const ctx = await loadModel(wllama, blob, params, source, (why, cause) => new Error(`the engine could not load ${label}: ${[why, ...log.complaints].join("; ")}`, { cause }));
   const chatTemplate = template || wllama.getChatTemplate?.() || "";
   if (!chatTemplate) {
@@ -138,9 +140,9 @@ export async function loadEngine(options) {
     n_threads: wllama.getNumThreads(),
     n_batch: ctx.n_batch,
     n_ubatch: ctx.n_ubatch,
-    cache_type_k: batch.cache_type_k ?? "f16",
-    cache_type_v: batch.cache_type_v ?? "f16",
-    flash_attn: batch.flash_attn ?? "auto",
+    cache_type_k: tuning.cache_type_k ?? "f16",
+    cache_type_v: tuning.cache_type_v ?? "f16",
+    flash_attn: tuning.flash_attn ?? "auto",
     isolated,
     backend: adapter && nGpuLayers !== 0 && !log.gpuLayers?.startsWith("0/") ? "webgpu" : "cpu",
     gpuLayers: log.gpuLayers,
@@ -174,6 +176,18 @@ function defaultThreads() {
 }
 
 const CACHE_TYPES = ["f32", "f16", "q8_0", "q5_1", "q5_0", "q4_1", "q4_0"];
+
+/*
+ * CPU ATTENTION. On the CPU (no WebGPU adapter, or nGpuLayers 0) the page asks llama.cpp for an f32
+ * KV cache and no flash attention unless the caller names them. Measured (bench/README.md, "The
+ * engine sweep": SmolLM2-135M Q8_0, 2 threads, a 786-token prompt): llama.cpp's defaults (f16,
+ * flash attention "auto", which turns it on) generate 12.9-15.8 tokens/s after a long prompt;
+ * f32 without flash attention 27.4-27.9, the prompt as fast (42-46 tok/s). wasm has no f16
+ * arithmetic, so the f16 flash-attention kernel converts every cached key and value it reads. The
+ * cost: the KV cache takes twice the memory (SmolLM2-135M, n_ctx 4096: 189 MB instead of 94 MB).
+ * WebGPU keeps llama.cpp's defaults (not measured here: no GPU).
+ */
+const CPU_ATTENTION = { cache_type_k: "f32", cache_type_v: "f32", flash_attn: false };
 
 /**
  * llama.cpp's batch sizes, KV cache types and flash attention for the options given (none given:

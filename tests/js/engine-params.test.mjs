@@ -1,6 +1,7 @@
 // What loadEngine's options become in wllama's load parameters (web/engine.mjs): the thread count
 // (THREADS: the cores the browser reports, at most 8, and 1 when the page is not cross-origin
-// isolated) and llama.cpp's batch sizes (`nBatch`/`nUbatch` → `n_batch`/`n_ubatch`; `boot({engine})`
+// isolated), llama.cpp's batch sizes (`nBatch`/`nUbatch` → `n_batch`/`n_ubatch`) and its KV cache and
+// flash attention (on the CPU f32 and off unless named: CPU ATTENTION; `boot({engine})`
 // hands its options to loadEngine as they are, in both modes). Under Node: the
 // engine's own code over a fake wllama that records what `loadModel` was given (the approach of
 // kept-models.test.mjs). How they change prompt speed is measured in the browser (bench/README.md,
@@ -128,10 +129,20 @@ describe("KV cache types and flash attention", () => {
     assert.deepEqual([info.cache_type_k, info.cache_type_v, info.flash_attn], ["f32", "q8_0", false]);
   });
 
-  test("without them, wllama gets none of the keys and info gives llama.cpp's defaults", async () => {
+  test("without them, on the CPU: an f32 KV cache and no flash attention (CPU ATTENTION); info says so", async () => {
+    const { params, info } = await load();
+    assert.deepEqual([params.cache_type_k, params.cache_type_v, params.flash_attn], ["f32", "f32", false]);
+    assert.deepEqual([info.cache_type_k, info.cache_type_v, info.flash_attn], ["f32", "f32", false]);
+    const kept = await load({ flashAttn: true, cacheTypeV: "f16" }); // what the caller names wins, the rest stays
+    assert.deepEqual([kept.params.cache_type_k, kept.params.cache_type_v, kept.params.flash_attn], ["f32", "f16", true]);
+  });
+
+  test("without them, with a WebGPU adapter: none of the keys, llama.cpp's defaults; with nGpuLayers 0 the CPU's", async () => {
+    defineGlobal("navigator", { hardwareConcurrency: 2, gpu: { requestAdapter: async () => ({}) } });
     const { params, info } = await load();
     for (const key of ["cache_type_k", "cache_type_v", "flash_attn"]) assert.ok(!(key in params), key);
     assert.deepEqual([info.cache_type_k, info.cache_type_v, info.flash_attn], ["f16", "f16", "auto"]);
+    assert.equal((await load({ nGpuLayers: 0 })).params.flash_attn, false);
   });
 
   test("a type llama.cpp has not, or a flashAttn that is not a boolean, is refused by name before anything loads", async () => {

@@ -182,9 +182,10 @@ const CACHE_TYPES = ["f32", "f16", "q8_0", "q5_1", "q5_0", "q4_1", "q4_0"];
  * KV cache and no flash attention unless the caller names them. Measured (bench/README.md, "The
  * engine sweep": SmolLM2-135M Q8_0, 2 threads, a 786-token prompt): llama.cpp's defaults (f16,
  * flash attention "auto", which turns it on) generate 12.9-15.8 tokens/s after a long prompt;
- * f32 without flash attention 27.4-27.9, the prompt as fast (42-46 tok/s). wasm has no f16
- * arithmetic, so the f16 flash-attention kernel converts every cached key and value it reads. The
- * cost: the KV cache takes twice the memory (SmolLM2-135M, n_ctx 4096: 189 MB instead of 94 MB).
+ * f32 without flash attention 27.4-27.9, the prompt as fast (42-46 tok/s). ggml's CPU flash-attention
+ * kernel walks the cache one position at a time per query row, slow in wasm and slower the longer
+ * the context; f16 without it is slower than f32 (no f16 arithmetic in wasm). The cost: the KV
+ * cache takes twice the memory (SmolLM2-135M, n_ctx 4096: 189 MB instead of 94 MB).
  * WebGPU keeps llama.cpp's defaults (not measured here: no GPU).
  */
 const CPU_ATTENTION = { cache_type_k: "f32", cache_type_v: "f32", flash_attn: false };

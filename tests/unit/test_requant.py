@@ -32,12 +32,17 @@ def _write(path, weights, norm):
     w.close()
 
 
-def test_requant_to_q8_0_keeps_the_keys_and_the_weights(tmp_path):
-    rng = np.random.default_rng(3)
-    weights = rng.normal(size=(4, 64)).astype(np.float32)
+def _source(tmp_path, seed):
+    """A small GGUF of one 4×64 weight matrix and a norm; (weights, norm, its path, a path to write)."""
+    weights = np.random.default_rng(seed).normal(size=(4, 64)).astype(np.float32)
     norm = np.ones(64, dtype=np.float32)
     src, dst = tmp_path / "src.gguf", tmp_path / "dst.gguf"
     _write(src, weights, norm)
+    return weights, norm, src, dst
+
+
+def test_requant_to_q8_0_keeps_the_keys_and_the_weights(tmp_path):
+    weights, norm, src, dst = _source(tmp_path, 3)
     counts = requant(src, dst, "Q8_0")
     assert counts == {"requantised": 1, "kept": 1}
     a, b = GGUFReader(src), GGUFReader(dst)
@@ -88,11 +93,7 @@ def test_iq4_nl_holds_weights_on_its_grid_exactly():
 
 
 def test_requant_to_iq4_nl_gives_a_gguf_of_iq4_nl_tensors(tmp_path):
-    rng = np.random.default_rng(11)
-    weights = rng.normal(size=(4, 64)).astype(np.float32)
-    norm = np.ones(64, dtype=np.float32)
-    src, dst = tmp_path / "src.gguf", tmp_path / "dst.gguf"
-    _write(src, weights, norm)
+    weights, norm, src, dst = _source(tmp_path, 11)
     assert requant(src, dst, "IQ4_NL") == {"requantised": 1, "kept": 1}
     reader = GGUFReader(dst)
     assert reader.fields["general.file_type"].contents() == LlamaFileType.MOSTLY_IQ4_NL

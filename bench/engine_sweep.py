@@ -24,9 +24,11 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
+from bench.first_answer import SWEEP_PROMPT
+from bench.run import P9_PROMPT, bench_page
+
 ROOT = Path(__file__).resolve().parent.parent
-SENTENCE = "The history of weather forecasting begins with the observation of the sky. "
-PROMPTS = {"short": (SENTENCE * 12).strip(), "long": (SENTENCE * 60).strip()}  # ~160 and ~790 SmolLM2 tokens
+PROMPTS = {"short": P9_PROMPT, "long": SWEEP_PROMPT}  # ~160 and ~790 SmolLM2 tokens: P9's and the n_ubatch sweep's
 VARIANTS = {
     "default": {},
     "kv f16, flash off": {"flashAttn": False},
@@ -55,13 +57,7 @@ def parse_variant(text: str) -> tuple[str, dict[str, Any]]:
 def sweep(browsers: dict[str, Any], origin: str, model: str, threads: int, variants: dict[str, dict[str, Any]], rounds: int,
           log: Callable[[str], None] = print) -> dict[str, Any]:  # fmt: skip
     """Each browser × variant × prompt, ``rounds`` times: the cold and warm run's rates."""
-    pages = {}
-    for flags, browser in browsers.items():
-        page = browser.new_context().new_page()
-        page.set_default_timeout(900_000)
-        page.goto(f"{origin}/bench/page.html")
-        page.wait_for_function("() => window.bench !== undefined")
-        pages[flags] = page
+    pages = {flags: bench_page(browser, origin, 900_000) for flags, browser in browsers.items()}
     runs: list[dict[str, Any]] = []
     for r in range(rounds):
         for name, options in variants.items():

@@ -141,11 +141,9 @@ def rows(p: dict[str, Any] | None) -> list[tuple[str, str, str, str, str, str]]:
 def ubatch_sweep(browser: Any, origin: str, model: str, threads: int, ubatches: list[int], runs: int,
                  log: Callable[[str], None] = print) -> dict[str, Any]:  # fmt: skip
     """The page's prompt and generation rates for each n_ubatch, `runs` rounds interleaved."""
-    context = browser.new_context()
-    page = context.new_page()
-    page.set_default_timeout(900_000)
-    page.goto(f"{origin}/bench/page.html")
-    page.wait_for_function("() => window.bench !== undefined")
+    from bench.run import bench_page
+
+    page = bench_page(browser, origin, 900_000)
     rates: dict[int, list[dict[str, Any]]] = {u: [] for u in ubatches}
     for i in range(runs):
         for u in ubatches:
@@ -154,7 +152,7 @@ def ubatch_sweep(browser: Any, origin: str, model: str, threads: int, ubatches: 
             t = wasm["timings"][0]
             rates[u].append({"prompt_tok_s": t["prompt_per_second"], "prompt_n": t["prompt_n"], "n_ubatch": wasm["info"].get("n_ubatch")})
             log(f"ubatch {u}: {t['prompt_per_second']:.1f} prompt tok/s over {t['prompt_n']} tokens (engine n_ubatch {wasm['info'].get('n_ubatch')})")
-    context.close()
+    page.context.close()
     return {"model": model, "threads": threads, "rates": {str(u): r for u, r in rates.items()}}
 
 

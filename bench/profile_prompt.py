@@ -26,9 +26,10 @@ from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any, Iterable
 
+from bench.first_answer import SWEEP_PROMPT
+
 ROOT = Path(__file__).resolve().parent.parent
-SENTENCE = "The history of weather forecasting begins with the observation of the sky. "
-PHASES = {"prompt": ((SENTENCE * 60).strip(), 1), "decode": ("Tell me a long story about the sea.", 96)}
+PHASES = {"prompt": (SWEEP_PROMPT, 1), "decode": ("Tell me a long story about the sea.", 96)}
 CATEGORIES = "disabled-by-default-v8.cpu_profiler,v8"
 IDLE = ("(idle)", "(program)", "(garbage collector)")
 
@@ -95,7 +96,7 @@ def table(phase: str, times: dict[str, Any], top: int, timings: dict[str, Any] |
     engine = sorted((t["wasm_us"] for t in times["threads"].values() if t["engine"]), reverse=True)
     head += f"; threads running wasm: {len(engine)} ({', '.join(f'{us / 1e6:.1f} s' for us in engine)} in wasm)"
     lines = [head, "", "| function | self ms | share of the engine threads' busy time |", "|---|---|---|"]
-    skip = {"(idle)", "(program)", "(root)", "(garbage collector)"}
+    skip = {*IDLE, "(root)"}
     for name, us in Counter({k: v for k, v in times["total_us"].items() if k not in skip}).most_common(top):
         lines.append(f"| `{name}` | {us / 1000:.0f} | {100 * us / busy:.1f} % |")
     return "\n".join(lines)
@@ -116,7 +117,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from playwright.sync_api import sync_playwright
 
-    from bench.run import launch, log, start_server, write_result
+    from bench.run import bench_page, launch, log, start_server, write_result
 
     server, origin = start_server()
     started = time.monotonic()
@@ -124,9 +125,7 @@ def main(argv: list[str] | None = None) -> int:
     texts = []
     with sync_playwright() as pw, tempfile.TemporaryDirectory() as tmp:
         browser = launch(pw)
-        page = browser.new_context().new_page()
-        page.set_default_timeout(900_000)
-        page.goto(f"{origin}/bench/page.html")
+        page = bench_page(browser, origin, 900_000)
         record["info"] = page.evaluate(LOAD, {"model": f"/models/{args.model}", "nThreads": args.threads, "options": args.engine})
         page.evaluate(RUN, {"prompt": "Warm up.", "n": 4})  # the first completion's one-off costs stay out of the trace
         for phase, (prompt, n) in PHASES.items():

@@ -104,6 +104,16 @@ def write_result(out: Path, record: dict[str, Any], text: str, started: float, *
     print(f"wrote {out}")
 
 
+def bench_page(browser: Any, origin: str, timeout_ms: int) -> Any:
+    """A page of bench/page.html in a fresh browser context, ready (``window.bench`` is there);
+    ``page.context.close()`` ends both."""
+    page = browser.new_context().new_page()
+    page.set_default_timeout(timeout_ms)
+    page.goto(f"{origin}/bench/page.html")
+    page.wait_for_function("() => window.bench !== undefined")
+    return page
+
+
 def log(message: str) -> None:
     print(f"bench: {message}", file=sys.stderr, flush=True)
 
@@ -355,13 +365,9 @@ def p9(browser: Any, origin: str, pairs: int) -> dict[str, Any]:
     runs = max(pairs, 3)
     for model in P9_MODELS + tuple(m for m in P9_ALSO if (SITE / "models" / m).is_file()):
         for threads in (1, 2):
-            context = browser.new_context()
-            page = context.new_page()
-            page.set_default_timeout(600_000)
-            page.goto(f"{origin}/bench/page.html")
-            page.wait_for_function("() => window.bench !== undefined")
+            page = bench_page(browser, origin, 600_000)
             wasm = page.evaluate("(a) => window.bench.p9Wasm(a)", {"model": f"/models/{model}", "nThreads": threads, "prompt": P9_PROMPT, "n": P9_TOKENS, "runs": runs})
-            context.close()
+            page.context.close()
             native = _native_timings(binary, SITE / "models" / model, threads, runs)
             rate = lambda ts, key: statistics.median(t[key] for t in ts)  # noqa: E731
             row = {

@@ -302,7 +302,7 @@ export const pyodide = () => S.ai.pyodide;
  * llama.cpp's own timings, `runs` completions of `prompt` (a new prompt each: nothing cached)
  * and exactly `n` generated tokens. The engine is loaded for this and closed after. The other
  * options (`nBatch`, `nUbatch`, `cacheTypeK`, `cacheTypeV`, `flashAttn`: loadEngine's; absent:
- * llama.cpp's defaults) are for bench/first_answer.py's batch sweep and bench/engine_sweep.py.
+ * loadEngine's defaults) are for bench/first_answer.py's batch sweep and bench/engine_sweep.py.
  */
 export async function p9Wasm({ model, nThreads, prompt, n, runs, ...tuning }) {
   const engine = await loadEngine({ model, wllamaBase: "/wllama/", nThreads, ...tuning, manifest: "/models/models.json" });

@@ -96,7 +96,7 @@ export async function loadEngine(options) {
   if (typeof options !== "object" || options === null) throw new TypeError("loadEngine: give it its options, {model, ...}");
   const { model, cache = true, cacheKey, manifest, wllamaBase = "./wllama/", nCtx = 4096, nThreads, nGpuLayers, gpu = "auto" } = options;
   const { onProgress, seed, recorder = false, prompt = "auto", template, logger = QUIET_LOGGER } = options;
-  const batch = tuningParams(options);
+  const named = tuningParams(options);
   if (!["auto", "text", "chat"].includes(prompt)) throw new TypeError(`loadEngine: prompt must be "auto", "text" or "chat", got ${prompt}`);
   if (typeof cache !== "boolean") throw new TypeError(`loadEngine: cache must be true or false, got ${cache}`);
   if (!["auto", "off", "require"].includes(gpu)) throw new TypeError(`loadEngine: gpu must be "auto", "off" or "require", got ${gpu}`);
@@ -119,7 +119,8 @@ export async function loadEngine(options) {
   const isolated = globalThis.crossOriginIsolated === true;
   const threads = isolated ? Math.max(1, nThreads ?? defaultThreads()) : 1;
   const loadStarted = performance.now();
-  const tuning = { ...(adapter && nGpuLayers !== 0 ? {} : CPU_ATTENTION), ...batch };
+  const offloads = Boolean(adapter) && nGpuLayers !== 0;
+  const tuning = { ...(offloads ? {} : CPU_ATTENTION), ...named };
   const params = { n_ctx: nCtx, n_threads: threads, n_gpu_layers: adapter ? nGpuLayers : 0, ...tuning, ...(seed === undefined ? {} : { seed }), ...(template ? { chat_template: template } : {}) };
   const ctx = await loadModel(wllama, blob, params, source, (why, cause) => new Error(`the engine could not load ${label}: ${[why, ...log.complaints].join("; ")}`, { cause }));
   const chatTemplate = template || wllama.getChatTemplate?.() || "";
@@ -144,7 +145,7 @@ export async function loadEngine(options) {
     cache_type_v: tuning.cache_type_v ?? "f16",
     flash_attn: tuning.flash_attn ?? "auto",
     isolated,
-    backend: adapter && nGpuLayers !== 0 && !log.gpuLayers?.startsWith("0/") ? "webgpu" : "cpu",
+    backend: offloads && !log.gpuLayers?.startsWith("0/") ? "webgpu" : "cpu",
     gpuLayers: log.gpuLayers,
     cached,
     fetchMs,
@@ -191,8 +192,8 @@ const CACHE_TYPES = ["f32", "f16", "q8_0", "q5_1", "q5_0", "q4_1", "q4_0"];
 const CPU_ATTENTION = { cache_type_k: "f32", cache_type_v: "f32", flash_attn: false };
 
 /**
- * llama.cpp's batch sizes, KV cache types and flash attention for the options given (none given:
- * llama.cpp's defaults).
+ * llama.cpp's batch sizes, KV cache types and flash attention for the options given, checked;
+ * only those given (on the CPU, CPU ATTENTION fills in the attention ones left out).
  * @param {{nBatch?: unknown, nUbatch?: unknown, cacheTypeK?: unknown, cacheTypeV?: unknown, flashAttn?: unknown}} options
  * @returns {{n_batch?: number, n_ubatch?: number, cache_type_k?: string, cache_type_v?: string, flash_attn?: boolean}}
  */

@@ -124,6 +124,7 @@ def _iq4_nl_scales(x: np.ndarray) -> np.ndarray:
         best = np.where(better, d * sqx, best)
     return np.where(live, d * top[:, 0], 0)
 
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("src", type=Path)

@@ -166,8 +166,9 @@ def _multiple(rng: random.Random, family: Family, val: bool) -> Task | None:
     for spec in specs:
         named = _values(rng, spec)
         other = _reworded(rng, spec, val, family.reworded, ("do",))
-        parts.append(_phrase(rng, other[1] if other else spec.do, named))
-        worded.append(other[1] if other else "")
+        head = other[1] if other else ""
+        parts.append(_phrase(rng, head or spec.do, named))
+        worded.append(head)
         calls.append(Call(spec.name, _input(named), [v for _, v in named]))
     frame = rng.choice(ph.frames(ph.MULTI_FRAMES, val))
     return Task("multiple", ph.fill(ph.dress(rng, frame), x1=parts[0], x2=parts[1]), calls, frame=frame, head=worded[0] or worded[1])

@@ -184,7 +184,8 @@ def _int_draw(rng: random.Random, args: list[str]) -> Value:
     v = int(draw_number(rng, lo, hi, True))
     if _BIG["on"]:  # a year without a separator; no noun, no "s" (runs A-C's corpora had "2022 s")
         text = str(v) if lo >= 1900 and hi <= 2100 else number_text(rng, v)
-        return Value(v, f"{text} {plural(noun, v) if noun else ''}".strip(), f"{v} {plural(noun, v) if noun else ''}".strip())
+        unit = plural(noun, v) if noun else ""
+        return Value(v, f"{text} {unit}".strip(), f"{v} {unit}".strip())
     text = number_text(rng, v)
     return Value(v, f"{text} {plural(noun, v)}".strip(), f"{v} {plural(noun, v)}".strip())
 

@@ -6,6 +6,7 @@ import inspect
 
 import pytest
 
+from bfcl_fixture import bfcl_data_root  # noqa: F401  (fixture: the pinned bfcl-eval data, tests/unit/bfcl_fixture.py)
 from helpers import run_coroutine
 from pg_server import postgres, postgres_dsn  # noqa: F401  (fixtures: a throwaway PostgreSQL, tests/unit/pg_server.py)
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import stat
 import sys
 import textwrap
@@ -243,12 +242,7 @@ def test_natively_the_request_is_the_pages_turn_schema_greedy_over_the_openai_pa
 
 
 @pytest.fixture(scope="module")
-def checker():
-    if bfcl_data.root() is None:
-        reason = f"bfcl-eval {bfcl_data.VERSION} is not unpacked in {bfcl_data.cache()}: run `make bfcl-data`"
-        if os.environ.get("AERIX_REQUIRE_BFCL"):
-            pytest.fail(reason)
-        pytest.skip(reason)
+def checker(bfcl_data_root):
     return bfcl_data.checker()
 
 

@@ -25,7 +25,6 @@ CPython only.
 
 from __future__ import annotations
 
-import os
 import re
 import subprocess
 import sys
@@ -140,20 +139,6 @@ def copies_of_bfcl(texts: Iterator[tuple[str, str]], at_least: int) -> dict[str,
         for g in grams(text):
             if hash(g) in ours:
                 found.setdefault(" ".join(g), ours[hash(g)])
-    return found
-
-
-@pytest.fixture(scope="module")
-def bfcl_data_root() -> Path:
-    from bench import bfcl_data
-
-    found = bfcl_data.root()
-    if found is None:
-        reason = f"bfcl-eval {bfcl_data.VERSION} is not unpacked in {bfcl_data.cache()}: run `make bfcl-data`"
-        if os.environ.get("AERIX_REQUIRE_BFCL"):
-            pytest.fail(reason)
-        print(f"\nskipped: {reason}", file=sys.stderr)
-        pytest.skip(reason)
     return found
 
 

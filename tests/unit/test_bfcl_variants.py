@@ -69,13 +69,7 @@ def test_the_variants_table_puts_each_run_side_by_side(tmp_path):
     ]
 
 
-@pytest.fixture(scope="module")
-def bfcl_there():
-    if bfcl_data.root() is None:
-        pytest.skip(f"bfcl-eval {bfcl_data.VERSION} is not unpacked: run `make bfcl-data`")
-
-
-def test_the_system_messages_are_the_demos_and_bfcl_sized_ones_in_every_variant(bfcl_there):
+def test_the_system_messages_are_the_demos_and_bfcl_sized_ones_in_every_variant(bfcl_data_root):
     found = {(v, s): text for v, s, text in bfcl_variants.system_messages()}
     assert {v for v, _ in found} == set(bfcl_agent.FORMATS) and {s for _, s in found} == {"demo", *bfcl_variants.SIZED}
     assert found[("default", "demo")].startswith("You are a small assistant") and "## weather" in found[("default", "demo")]
@@ -102,7 +96,7 @@ HTTPServer(("127.0.0.1", port), H).serve_forever()
 '''
 
 
-def test_tokens_are_counted_by_each_models_own_server_and_written(bfcl_there, tmp_path, monkeypatch, capsys):
+def test_tokens_are_counted_by_each_models_own_server_and_written(bfcl_data_root, tmp_path, monkeypatch, capsys):
     binary = tmp_path / "llama-server"
     binary.write_text(f"#!{sys.executable}\n" + textwrap.dedent(FAKE_TOKENIZER))
     binary.chmod(binary.stat().st_mode | stat.S_IEXEC)

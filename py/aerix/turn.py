@@ -216,7 +216,8 @@ def _unfence(text: str) -> str:
 
 def system_message(instructions: str, tools: Sequence[Tool], output: Output | None = None, turn_format: TurnFormat | None = None) -> str:
     """The system message: the instructions, then the contract and the tools (and, with an
-    ``output``, the schema the final answer follows). A flat tool's fields are one line each; a
+    ``output``, the schema the final answer follows); with ``turn_format`` ``instructions="last"``
+    the instructions come after all of that. A flat tool's fields are one line each; a
     rich tool's nested fields are indented under theirs (:mod:`aerix.input_view`); with
     ``turn_format`` ``system="compact"``, a shorter contract and each tool one line of JSON
     (:mod:`aerix.turn_format`). Chat-template control tokens in it (from
@@ -232,7 +233,7 @@ def system_message(instructions: str, tools: Sequence[Tool], output: Output | No
     else:
         view = [_tool_view(t) for t in tools]
     template = _template("system-compact.j2" if fmt.system == "compact" else "system.j2")
-    text: str = template.render(instructions=instructions.strip(), tools=view, max_calls=MAX_CALLS, output=shape, contract=contract)
+    text: str = template.render(instructions=instructions.strip(), instructions_last=fmt.instructions == "last", tools=view, max_calls=MAX_CALLS, output=shape, contract=contract)
     return neutralise(text.strip()) + "\n"
 
 

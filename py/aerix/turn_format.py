@@ -31,6 +31,12 @@ numbers of ``make bfcl``: ``duplicate_calls`` became ``"drop"`` (2026-12-04). Ea
   ``"note"`` after ``"results"`` (:func:`dropped_note`). With ``"keep"`` every call of the turn
   is a call, and the repeat guard (``Limits.repeat_calls``) answers a repeat from the earlier
   result. This knob is not in the system message.
+- ``instructions``: ``"first"`` (default: the agent's instructions open the system message, as
+  both trained models saw them) or ``"last"`` (they close it, under ``# Instructions`` in the
+  full layout and ``Instructions:`` in the compact one, after the tools and the output schema).
+  The engine reuses the longest prefix of the prompt it already holds, so with ``"last"`` agents
+  with the same tools and format but other instructions share everything before them: the
+  page reads only their instructions on a new agent's first turn (``bench/README.md``).
 
 Every knob but ``duplicate_calls`` changes the system message, so a durable run or a kept
 conversation is refused to an Agent of another format, as to one of other instructions or tools.
@@ -49,7 +55,13 @@ from .tools import Tool
 
 __all__ = ["TurnFormat", "call_keys", "dropped_note", "example_turn", "shapes", "split_repeats", "tool_line", "turn_keys"]
 
-_CHOICES = {"thought": ("first", "last", "none"), "system": ("full", "compact"), "call_keys": ("tool_first", "input_first"), "duplicate_calls": ("keep", "drop")}
+_CHOICES = {
+    "thought": ("first", "last", "none"),
+    "system": ("full", "compact"),
+    "call_keys": ("tool_first", "input_first"),
+    "duplicate_calls": ("keep", "drop"),
+    "instructions": ("first", "last"),
+}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -61,6 +73,7 @@ class TurnFormat:
     call_keys: str = "tool_first"
     example: bool = False
     duplicate_calls: str = "drop"
+    instructions: str = "first"
 
     def __post_init__(self) -> None:
         for name, allowed in _CHOICES.items():

@@ -5,6 +5,7 @@ to an Agent of another format, and the page's ``turnFormat`` option."""
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 from helpers import calls, collect, final, kinds, run_coroutine
@@ -31,6 +32,7 @@ VARIANTS = [
     ("compact", TurnFormat(system="compact")),
     ("input-first", TurnFormat(call_keys="input_first")),
     ("example", TurnFormat(example=True)),
+    ("instructions-last", TurnFormat(instructions="last")),
 ]
 
 
@@ -56,7 +58,7 @@ def test_each_variants_system_message_golden(name, fmt):
 @pytest.mark.parametrize("name, fmt", VARIANTS)
 def test_each_variants_turn_schema_golden(name, fmt):
     text = schema_text(fmt)
-    if fmt.system == "compact" or fmt.example:  # the system message alone changes
+    if fmt.system == "compact" or fmt.example or fmt.instructions == "last":  # the system message alone changes
         assert text == schema_text(TurnFormat())
     else:
         golden(f"format/schema-{name}.json", text)
@@ -73,6 +75,23 @@ def test_a_combination_golden():
     fmt = TurnFormat(thought="last", system="compact", call_keys="input_first", example=True)
     golden("format/system-compact-last-input-first.txt", system_message(INSTRUCTIONS, TOOLS, turn_format=fmt))
     golden("format/schema-last-input-first.json", schema_text(fmt))
+    golden("format/system-compact-instructions-last.txt", system_message(INSTRUCTIONS, TOOLS, turn_format=TurnFormat(system="compact", instructions="last")))
+
+
+@pytest.mark.parametrize("system", ["full", "compact"])
+def test_with_instructions_last_agents_that_differ_only_in_instructions_share_all_before_them(system):
+    """The engine reuses the longest prefix it holds: everything before the instructions is shared."""
+    output = {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}
+    last = TurnFormat(system=system, instructions="last")
+    a, b = (Agent(model=ScriptedModel([]), instructions=text, tools=TOOLS, output=output, turn_format=last) for text in ("You are a travel helper.", "Answer in French."))
+    shared = os.path.commonprefix([a.system, b.system])
+    assert a.system.endswith("You are a travel helper.\n") and b.system.endswith("Answer in French.\n")
+    assert shared == a.system[: a.system.rindex("You are a travel helper.")]
+    assert all(t.name in shared for t in TOOLS) and '"city"' in shared  # the tools and the output schema
+    plain = Agent(model=ScriptedModel([]), tools=TOOLS, output=output, turn_format=last)
+    assert a.system.startswith(plain.system.rstrip("\n"))  # no instructions: nothing after the schema
+    first = [Agent(model=ScriptedModel([]), instructions=text, tools=TOOLS, turn_format=TurnFormat(system=system)) for text in ("You are a travel helper.", "Answer in French.")]
+    assert len(os.path.commonprefix([x.system for x in first])) < 2  # the default shares nothing
 
 
 @pytest.mark.parametrize("thought, order", [("first", ["thought", "B"]), ("last", ["B", "thought"]), ("none", ["B"])])
@@ -200,6 +219,7 @@ async def test_a_dropped_calls_note_survives_a_durable_pause():
     ({"call_keys": "tool"}, "TurnFormat.call_keys must be one of 'tool_first', 'input_first'"),
     ({"duplicate_calls": True}, "TurnFormat.duplicate_calls must be one of 'keep', 'drop', got True"),
     ({"example": 1}, "TurnFormat.example must be True or False, got 1"),
+    ({"instructions": "end"}, "TurnFormat.instructions must be one of 'first', 'last', got 'end'"),
     ({"thougth": "last"}, "unknown TurnFormat field(s) ['thougth']"),
 ])  # fmt: skip
 def test_a_bad_format_is_an_options_error_naming_it(given, words):
@@ -220,22 +240,22 @@ def test_turn_format_is_keyword_only_and_a_value():
 async def test_a_durable_run_is_refused_to_an_agent_of_another_format(name, fmt):
     store = MemoryStore()
     clock = tool(name="clock", description="C.", input={}, run=lambda i: "noon")
-    agent = Agent(model=ScriptedModel([calls(("clock", {}))]), tools=[clock], store=store, limits=Limits(turns=1))
+    agent = Agent(model=ScriptedModel([calls(("clock", {}))]), instructions="Help.", tools=[clock], store=store, limits=Limits(turns=1))
     await collect(agent.run("go", run_id="r1"))
     await store.save_run({**(await store.get_run("r1")), "status": "interrupted", "ending": None})
-    other = Agent(model=ScriptedModel([final("done")]), tools=[clock], store=store, turn_format=fmt)
+    other = Agent(model=ScriptedModel([final("done")]), instructions="Help.", tools=[clock], store=store, turn_format=fmt)
     with pytest.raises(AerixError) as e:
         await collect(other.resume("r1"))
     assert e.value.kind == "options" and "other instructions or tools (or turn format)" in e.value.message
-    same = Agent(model=ScriptedModel([final("done")]), tools=[clock], store=store, turn_format=TurnFormat(duplicate_calls="drop"))
+    same = Agent(model=ScriptedModel([final("done")]), instructions="Help.", tools=[clock], store=store, turn_format=TurnFormat(duplicate_calls="drop"))
     assert (await collect(same.resume("r1")))[-1].type == "final"  # duplicate_calls is not in the system message
 
 
 def test_the_page_takes_turn_format_in_camel_case():
     from aerix.page import create_agent
 
-    page = create_agent(ScriptedModel([]), {"turnFormat": {"thought": "none", "system": "compact", "callKeys": "input_first", "example": True, "duplicateCalls": "drop"}})
-    assert page.agent.turn_format == TurnFormat(thought="none", system="compact", call_keys="input_first", example=True, duplicate_calls="drop")
+    page = create_agent(ScriptedModel([]), {"turnFormat": {"thought": "none", "system": "compact", "callKeys": "input_first", "example": True, "duplicateCalls": "drop", "instructions": "last"}})
+    assert page.agent.turn_format == TurnFormat(thought="none", system="compact", call_keys="input_first", example=True, duplicate_calls="drop", instructions="last")
     assert create_agent(ScriptedModel([]), {}).agent.turn_format == TurnFormat()
     with pytest.raises(AerixError, match=r"unknown turnFormat option\(s\) \['call_keys'\]; known: \['thought', 'system', 'callKeys'"):
         create_agent(ScriptedModel([]), {"turnFormat": {"call_keys": "input_first"}})
@@ -252,6 +272,7 @@ formats = st.builds(
     call_keys=st.sampled_from(["tool_first", "input_first"]),
     example=st.booleans(),
     duplicate_calls=st.sampled_from(["keep", "drop"]),
+    instructions=st.sampled_from(["first", "last"]),
 )
 
 

@@ -30,9 +30,10 @@ from aerix import Agent
 from aerix.testing import ScriptedModel
 from build.models import IM_END, IM_START, chatml
 
+from .domains import EXTRA_FROM_SEED
 from .families import REWORD_FROM_SEED, Family, Runtime, aerix_tools, make_families
 from .tasks import MIX, Task, make_task
-from .values import big_numbers
+from .values import big_numbers, unit_words
 
 __all__ = ["SEED", "SEEDS", "MIXES", "SPLITS", "INSTRUCTIONS", "Teacher", "converse", "render", "generate", "main"]
 
@@ -47,6 +48,9 @@ INSTRUCTIONS_SHARE = 0.4  # conversations whose agent has instructions (BFCL's h
 INSTRUCTIONS = ("You are a helpful assistant.", "Use the tools when they fit; otherwise answer directly.",
                 "Answer briefly.", "You are an assistant for {domain} tasks.", "Be precise with the values you pass to tools.",
                 "You help people with {domain}.", "Keep answers short and friendly.")
+# from run E's seed, this share of the agents with instructions write them last
+# (TurnFormat(instructions="last"): agents that differ only in instructions share the prompt cache)
+INSTRUCTIONS_LAST_SHARE = 0.5
 
 
 def _turn(thought: str, calls: list[Any] | None = None, final: str | None = None) -> str:
@@ -117,11 +121,13 @@ class Teacher:
         return _turn(thought, final=final)
 
 
-def converse(family: Family, task: Task, instructions: str | None, teacher: Teacher, loop: asyncio.AbstractEventLoop) -> list[dict[str, str]]:
-    """The task run through a real agent with the family's tools: ``agent.messages``."""
+def converse(family: Family, task: Task, instructions: str | None, teacher: Teacher, loop: asyncio.AbstractEventLoop,
+             instructions_at: str = "first") -> list[dict[str, str]]:
+    """The task run through a real agent with the family's tools: ``agent.messages``
+    (``instructions_at``: ``TurnFormat.instructions``)."""
     runtime = Runtime()
     agent = Agent(model=ScriptedModel(teacher), instructions=instructions or "", tools=aerix_tools(family, runtime),
-                  limits={"turns": 6, "retries": 0})
+                  limits={"turns": 6, "retries": 0}, turn_format={"instructions": instructions_at})
     teacher.family = family
     current: Task | None = task
     while current is not None:
@@ -177,17 +183,19 @@ def generate(seed: int, count: int, mix: dict[str, float] | None = None, splits:
     teacher, loop = Teacher(), asyncio.new_event_loop()
     out: list[dict[str, Any]] = []
     try:
-        with big_numbers(seed >= REWORD_FROM_SEED):
+        with big_numbers(seed >= REWORD_FROM_SEED), unit_words(seed >= EXTRA_FROM_SEED):
             while len(out) < count:
                 split, kind = _pick(rng, splits), _pick(rng, mix)
                 task = None
                 while task is None:  # a kind the family cannot have (a multiple of one tool): another family
                     family = rng.choice(pools["val_family" if split == "val_family" else "train"])
                     task = make_task(rng, family, kind, val_phrasing=split == "val_phrasing")
-                instructions = None
+                instructions, at = None, "first"
                 if rng.random() < INSTRUCTIONS_SHARE:
                     instructions = rng.choice(INSTRUCTIONS).replace("{domain}", family.domain)
-                messages = converse(family, task, instructions, teacher, loop)
+                    if seed >= EXTRA_FROM_SEED and rng.random() < INSTRUCTIONS_LAST_SHARE:
+                        at = "last"
+                messages = converse(family, task, instructions, teacher, loop, at)
                 _check_errors(messages, task)
                 text, spans = render(messages)
                 out.append({"family": family.id, "domain": family.domain, "split": split, "kind": kind, "frame": task.frame,

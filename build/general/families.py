@@ -24,7 +24,7 @@ from aerix import tool
 from aerix.tools import Tool
 
 from . import lists
-from .domains import DOMAINS, HELD_OUT
+from .domains import DOMAINS, EXTRA, EXTRA_FROM_SEED, HELD_OUT
 from .values import KINDS
 
 __all__ = ["Param", "ToolSpec", "Family", "Runtime", "make_families", "aerix_tools", "result_for", "PER_DOMAIN", "VAL_FAMILY_SHARE",
@@ -107,8 +107,10 @@ def _returns(text: str) -> tuple[tuple[str, str, tuple[str, ...]], ...]:
     return tuple(out)
 
 
-def _protos(domain: str) -> list[tuple[str, str, str, str, str]]:
-    lines = [ln for ln in DOMAINS[domain].strip().splitlines() if ln.strip()]
+def _protos(domain: str, seed: int = 0) -> list[tuple[str, str, str, str, str]]:
+    """A domain's specs, its EXTRA ones after them from ``EXTRA_FROM_SEED`` on."""
+    text = DOMAINS[domain] + (EXTRA.get(domain, "") if seed >= EXTRA_FROM_SEED else "")
+    lines = [ln for ln in text.strip().splitlines() if ln.strip()]
     return [tuple(x.strip() for x in ln.split("|", 4)) for ln in lines]  # type: ignore[misc]
 
 
@@ -193,7 +195,7 @@ VENDORS = ("acme", "nimbus", "orbit", "pico", "zen", "atlas", "quill", "lumen")
 
 def _family(seed: int, domain: str, i: int) -> Family:
     rng = random.Random(f"{seed}:{domain}:{i}")
-    protos = _protos(domain)
+    protos = _protos(domain, seed)
     k = min(len(protos), rng.choice((1, 2, 2, 3, 3, 3, 4, 4)))
     chosen = rng.sample(protos, k)
     style = rng.choices(("snake", "module", "camel", "vendor"), (0.5, 0.25, 0.15, 0.1))[0]
@@ -204,7 +206,7 @@ def _family(seed: int, domain: str, i: int) -> Family:
     others = [d for d in DOMAINS if d != domain and (d not in HELD_OUT or domain in HELD_OUT)]
     if rng.random() < 0.25:  # one tool of another domain: a request still picks its own tool
         other = rng.choice(others)
-        tools.append(_spec(rng, other, rng.choice(_protos(other)), style, camel, prefix, reword))
+        tools.append(_spec(rng, other, rng.choice(_protos(other, seed)), style, camel, prefix, reword))
     fid = f"{domain}-{i:02d}"
     held = domain in HELD_OUT or zlib.crc32(f"{seed}:{fid}".encode()) % 1000 < VAL_FAMILY_SHARE * 1000
     names = [t.name for t in tools]

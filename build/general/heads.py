@@ -218,6 +218,11 @@ fuel_cost | do: work out what I'll spend on petrol; tally the gas money for a dr
 car_service | do: arrange a garage visit; schedule a garage appointment; get a mechanic slot | ask: can you arrange a garage visit; could you get a mechanic slot
 rent_vehicle | do: arrange a hire; book a hire; get some wheels on hire | ask: can I hire; could you book a hire
 ev_charging | do: locate plug-in points; show where to power up an electric car; look for electric car plug-ins | obj: places to plug in an electric car; electric car plug-in points | ask: where can I plug in my electric car; where can I top up my battery
+# run E's extra specs (domains.EXTRA)
+calculate_expression | do: work out; compute; do the sum; tally up; crunch the numbers on | obj: the result of; the answer to; the total of | ask: what's; what is; how much is; what do you get for
+local_time | do: tell me the hour; check the clock; find out what o'clock it is; see how late it is | obj: the hour right now; the clock reading; what o'clock it is | ask: what hour is it; what's the hour; how late is it; what o'clock is it
+convert_distance | do: change a length; turn a length; express how far something is | obj: the equivalent length of; how long a stretch is | ask: how long is; how far is
+convert_weight | do: change a mass; turn a mass; express how heavy something is | obj: the mass of; how heavy something is | ask: how heavy is; what's the mass of
 """
 
 

@@ -23,7 +23,7 @@ from . import heads
 from . import phrasing as ph
 from .domains import DOMAINS, HELD_OUT, MENTIONS
 from .families import Family, Param, ToolSpec, _protos, _spec
-from .values import KINDS, Value, join_words
+from .values import KINDS, Value, join_words, units_apart
 
 __all__ = ["Call", "Task", "MIX", "make_task", "ERRORS"]
 
@@ -76,9 +76,30 @@ def _draw(rng: random.Random, p: Param) -> Value:
     return KINDS[p.kind].draw(rng, list(p.args))
 
 
+# a conversion's target and its source: from run E's seed (units_apart) never the same value
+PAIRS = {"to_unit": "from_unit", "target_unit": "source_unit", "to_scale": "from_scale", "to_currency": "from_currency"}
+
+
+def _partner(named: list[tuple[Param, Value]], p: Param) -> Any:
+    """The input of the other side of ``p``'s conversion (source or target) where units are drawn apart."""
+    other = PAIRS.get(p.base) or next((t for t, s in PAIRS.items() if s == p.base), None)
+    if not units_apart() or other is None:
+        return _NONE
+    return next((v.input for q, v in named if q.base == other and q is not p), _NONE)
+
+
+_NONE = object()
+
+
 def _values(rng: random.Random, spec: ToolSpec) -> list[tuple[Param, Value]]:
     """The parameters a request names: every required one and some optional ones."""
     out = [(p, _draw(rng, p)) for p in spec.params if p.required or rng.random() < 0.35]
+    for i, (p, v) in enumerate(out):
+        for _ in range(20):
+            if v.input != _partner(out, p):
+                break
+            v = _draw(rng, p)
+        out[i] = (p, v)
     if rng.random() < 0.25:
         rng.shuffle(out)
     return out
@@ -132,7 +153,7 @@ def _parallel(rng: random.Random, family: Family, val: bool) -> Task | None:
     values: list[Value] = []
     for _ in range(40):
         v = _draw(rng, varying)
-        if all(v.input != w.input for w in values):
+        if all(v.input != w.input for w in values) and v.input != _partner(named, varying):
             values.append(v)
         if len(values) == n:
             break

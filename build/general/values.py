@@ -20,7 +20,7 @@ from build.model.worlds import TRAIN
 
 from . import lists
 
-__all__ = ["Kind", "KINDS", "Value", "spoken", "join_words", "plural", "big_numbers"]
+__all__ = ["Kind", "KINDS", "Value", "spoken", "join_words", "plural", "big_numbers", "unit_words", "units_apart", "UNIT_WORDS"]
 
 # Numbers as people write large ones: "$250,000", "250k", "1.5 million euros", "12,400" (run C read
 # "$200,000" as 200). On for the corpora from run D's seed (corpus.generate); off, values are drawn
@@ -35,6 +35,35 @@ def big_numbers(on: bool) -> Iterator[None]:
         yield
     finally:
         _BIG["on"] = before
+
+
+# Units as people say them: "5 miles to kilometers" for an enum of "mi", "km" (run D's misses on the
+# demo copied one unit into both fields). On for the corpora from run E's seed; off, enums are said
+# by their values as runs A-D had them.
+_UNITS = {"on": False}
+UNIT_WORDS: dict[str, tuple[str, ...]] = {
+    "mm": ("millimeters", "millimetres"), "cm": ("centimeters", "centimetres"), "m": ("meters", "metres"),
+    "km": ("kilometers", "kilometres", "kms"), "in": ("inches",), "ft": ("feet", "foot"), "mi": ("miles",),
+    "ml": ("milliliters", "millilitres"), "l": ("liters", "litres"), "cup": ("cups",), "gallon": ("gallons",), "pint": ("pints",),
+    "yd": ("yards",), "KB": ("kilobytes",), "MB": ("megabytes",), "GB": ("gigabytes", "gigs"), "TB": ("terabytes",),
+    "kmh": ("km/h", "kilometers per hour"), "mph": ("miles per hour",), "ms": ("meters per second", "m/s"), "knots": ("knots",),
+    "kg": ("kilograms", "kilos"), "lb": ("pounds", "lbs"), "g": ("grams",), "oz": ("ounces",), "st": ("stone",),
+    "celsius": ("degrees C", "°C", "centigrade"), "fahrenheit": ("°F", "degrees F"), "kelvin": ("K",),
+}
+
+
+def units_apart() -> bool:
+    """Whether a conversion's two units are drawn apart (with :func:`unit_words`)."""
+    return _UNITS["on"]
+
+
+@contextmanager
+def unit_words(on: bool) -> Iterator[None]:
+    before, _UNITS["on"] = _UNITS["on"], on
+    try:
+        yield
+    finally:
+        _UNITS["on"] = before
 
 
 @dataclass(frozen=True)
@@ -219,7 +248,35 @@ def _pct(rng: random.Random, args: list[str]) -> Value:
 def _enum_draw(rng: random.Random, args: list[str]) -> Value:
     v = rng.choice(args[0].split(","))
     shown = v.replace("_", " ")
+    if _UNITS["on"] and v in UNIT_WORDS and rng.random() < 0.6:
+        said = rng.choice(UNIT_WORDS[v])
+        return Value(v, said, said)
     return Value(v, shown, shown)
+
+
+# an arithmetic expression as said ("67 plus 2.9") and as a calculator takes it ("67 + 2.9")
+_OPS = {"+": ("plus", "+", "added to"), "-": ("minus", "-", "take away", "less"), "*": ("times", "x", "*", "multiplied by"),
+        "/": ("divided by", "/", "over")}
+
+
+def _operand(rng: random.Random) -> int | float:
+    return draw_number(rng, 1, rng.choice((20, 100, 1000, 5000)), rng.random() < 0.7)
+
+
+def _expr(rng: random.Random, args: list[str]) -> Value:
+    r = rng.random()
+    if r < 0.2:  # a percentage of a number
+        pct, of = draw_number(rng, 1, 60, True), _operand(rng)
+        said = rng.choice((f"{pct}% of {number_text(rng, of, 0)}", f"{pct} percent of {of}"))
+        return Value(f"{of} * {pct} / 100", said, said)
+    a, b, op = _operand(rng), _operand(rng), rng.choice("+-*/")
+    word = rng.choice(_OPS[op])
+    if r < 0.4:  # three numbers: "(a + b) * c" as "a plus b, times c"
+        c, op2 = _operand(rng), rng.choice("*/")
+        said = f"{a} {word} {b}, {rng.choice(('then', 'all'))} {rng.choice(_OPS[op2][:1] + _OPS[op2][3:])} {c}"
+        return Value(f"({a} {op} {b}) {op2} {c}", said, said)
+    said = f"{number_text(rng, a, 0.2)} {word} {number_text(rng, b, 0.2)}"
+    return Value(f"{a} {op} {b}", said, said)
 
 
 def _text(pool_name: str | None, rng: random.Random, args: list[str]) -> Value:
@@ -345,4 +402,5 @@ KINDS: dict[str, Kind] = {
     "code": Kind(lambda a: dict(S), _code, ("{noun} {v}", "{v}", "number {v}", "with {noun} {v}")),
     "email": Kind(lambda a: dict(S), _email, ("to {v}", "for {v}", "{v}")),
     "path": Kind(lambda a: dict(S), _path, ("{v}", "the file {v}", "at {v}")),
+    "expr": Kind(lambda a: dict(S), _expr, ("{v}", "of {v}", "for {v}")),
 }

@@ -3,13 +3,16 @@
  * opens it in a fresh browser context per load, so nothing of an earlier load is cached).
  *
  *   /bench/first_answer.html?model=/models/smollm2-q8_0.gguf&worker=1&threads=2&task=...&task=...
- *     [&nBatch=N&nUbatch=N&cacheTypeK=T&cacheTypeV=T&flashAttn=0|1&system=compact]
+ *     [&nBatch=N&nUbatch=N&cacheTypeK=T&cacheTypeV=T&flashAttn=0|1&system=compact&instructions=last]
  *
  * It boots aerix (page mode, or `worker=1`: boot({worker: true})) on `model` with `threads` engine
  * threads, then builds the demo's agent (web/demo-tools.mjs: its instructions and five tools) and
  * sends the first `task` ("cold": the engine has seen nothing yet), then builds a second agent with
  * the same instructions and tools and sends the second `task` ("warm": the system message is in the
- * engine's cache). Per agent, in ms from its send: the first `text` event (the engine's first
+ * engine's cache), then a third agent with the same tools and other instructions (OTHER, the same
+ * request in other words) on the first `task` ("other": with the default turn format it shares only
+ * `<|im_start|>system\n` with the cache; with `instructions=last`, turnFormat.instructions "last", all
+ * of the system message before its instructions). Per agent, in ms from its send: the first `text` event (the engine's first
  * token), the first `final_delta` (the answer's first words; `answerGeneration`: in which
  * generation of the run), the end of the run; and each
  * generation's usage [prompt, cached, completion] (prompt − cached: the prompt tokens the engine
@@ -32,13 +35,19 @@ function engineOptions() {
   return out;
 }
 
-/** The agents' turn format: the compact system message with `system=compact`, else aerix's default. */
-const TURN_FORMAT = params.get("system") === "compact" ? { turnFormat: { system: "compact" } } : {};
+/** The agents' turn format: the compact system message with `system=compact`, the instructions last with `instructions=last`, else aerix's default. */
+const FORMAT = {
+  ...(params.get("system") === "compact" ? { system: "compact" } : {}),
+  ...(params.get("instructions") === "last" ? { instructions: "last" } : {}),
+};
+const TURN_FORMAT = Object.keys(FORMAT).length ? { turnFormat: FORMAT } : {};
+/** The third agent's instructions: the demo's request in other words. */
+const OTHER = "You are a helper in a web page. When a tool fits, use it; then reply with one sentence quoting what it returned.";
 
 /** One agent's first task: build it, send `prompt`, time its events until the run ends. */
-async function firstAnswer(ai, prompt) {
+async function firstAnswer(ai, prompt, instructions = INSTRUCTIONS) {
   const built = at();
-  const agent = ai.agent({ instructions: INSTRUCTIONS, tools, limits: { turns: 4, maxTokens: 256 }, ...TURN_FORMAT });
+  const agent = ai.agent({ instructions, tools, limits: { turns: 4, maxTokens: 256 }, ...TURN_FORMAT });
   await agent.ready;
   const sent = at();
   const out = { prompt, agentMs: sent - built, sentAt: sent, firstTokenMs: null, firstAnswerMs: null, answerGeneration: null, usage: [], calls: [], ending: null };
@@ -74,6 +83,7 @@ try {
   const [cold, warm] = params.getAll("task");
   result.cold = await firstAnswer(ai, cold);
   result.warm = await firstAnswer(ai, warm);
+  result.other = await firstAnswer(ai, cold, OTHER);
   result.engine.prompt = ai.engine.info.prompt;
   result.ok = true;
 } catch (e) {

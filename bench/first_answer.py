@@ -2,7 +2,7 @@
 
     .venv/bin/python -m bench.first_answer [--runs 3] [--threads 2] [--models smollm2-q8_0.gguf,...]
         [--modes page,worker] [--n-batch N] [--n-ubatch N] [--engine cacheTypeK:f32,flashAttn:false]
-        [--system compact] [--out bench/results/p10.json]
+        [--system compact] [--instructions last] [--out bench/results/p10.json]
     .venv/bin/python -m bench.first_answer --ubatch-sweep 32,64,128,256,512 [--model smollm2-q8_0.gguf]
         [--threads 2] [--runs 3]
 
@@ -12,7 +12,10 @@ worker mode, for SmolLM2-135M Q8_0, the bundled model, and aerix-general when th
 "cold": the first agent of a page that has just booted (bench/first_answer.html, a fresh browser
 context per load: the model is fetched, nothing is in the engine's cache). "warm": a second agent
 with the same instructions and tools, in the same page, on the other demo task (the tasks swap
-every run). Beside each: the first token (the first ``text`` event: the engine has read the
+every run). "other": a third agent in the same page with the same tools and other instructions, on
+the cold agent's task; with the default turn format it shares nothing but ``<|im_start|>system``
+with the engine's cache, with ``--instructions last`` (turnFormat.instructions) everything in the
+system message before its instructions. Beside each: the first token (the first ``text`` event: the engine has read the
 prompt), how many generations came before the answer, and the prompt tokens the engine processed
 on the agent's first generation (``usage``: prompt − cached), which shows the warm agent reusing
 the cold one's system message.
@@ -39,6 +42,7 @@ P10_ALSO = ("aerix-general-q8_0.gguf",)  # measured too when the site has it (ma
 TASKS = ("Do I need an umbrella in Lisbon today?", "What time is it in Tokyo?")  # the demo's kind of task
 THREADS = 2
 GOALS_MS = {"cold": 4000.0, "warm": 1500.0}  # issue 30
+SIDES = ("cold", "warm", "other")  # "other" (other instructions) has no goal
 SWEEP_PROMPT = ("The history of weather forecasting begins with the observation of the sky. " * 60).strip()
 
 __all__ = ["GOALS_MS", "TASKS", "engine_options", "figures", "main", "p10", "rows", "sweep_rows", "ubatch_sweep"]
@@ -66,7 +70,8 @@ def _load(browser: Any, origin: str, query: dict[str, Any]) -> dict[str, Any]:
 
 def p10(browser: Any, origin: str, runs: int, *, threads: int = THREADS, models: tuple[str, ...] | None = None,
         modes: tuple[str, ...] = ("page", "worker"), n_batch: int | None = None, n_ubatch: int | None = None,
-        engine: dict[str, Any] | None = None, system: str = "full", log: Callable[[str], None] = print) -> dict[str, Any]:  # fmt: skip
+        engine: dict[str, Any] | None = None, system: str = "full", instructions: str = "first",
+        log: Callable[[str], None] = print) -> dict[str, Any]:  # fmt: skip
     """P10 for each model and mode, `runs` page loads each (each boots a page and runs two agents
     on a real model: tens of seconds), interleaved model by model and mode by mode."""
     chosen = models or P10_MODELS + tuple(m for m in P10_ALSO if (SITE / "models" / m).is_file())
@@ -84,20 +89,25 @@ def p10(browser: Any, origin: str, runs: int, *, threads: int = THREADS, models:
                 query.update({k: int(v) if isinstance(v, bool) else v for k, v in (engine or {}).items()})
                 if system != "full":
                     query["system"] = system
+                if instructions != "first":
+                    query["instructions"] = instructions
                 result = _load(browser, origin, query)
                 raw.setdefault(f"{model} {mode}", []).append(result)
-                cold, warm = result["cold"], result["warm"]
+                cold, warm, other = result["cold"], result["warm"], result["other"]
                 log(f"P10 {model} {mode} run {i + 1}: cold answer {cold['firstAnswerMs']} ms (first token {cold['firstTokenMs']}), "
-                    f"warm answer {warm['firstAnswerMs']} ms (first token {warm['firstTokenMs']}); warm first prompt {warm['usage'][:1]}")  # fmt: skip
+                    f"warm answer {warm['firstAnswerMs']} ms (first token {warm['firstTokenMs']}); warm first prompt {warm['usage'][:1]}; "
+                    f"other instructions: answer {other['firstAnswerMs']} ms (first token {other['firstTokenMs']}), first prompt {other['usage'][:1]}")  # fmt: skip
     return {"threads": threads, "runs": runs, "tasks": list(TASKS), "n_batch": n_batch, "n_ubatch": n_ubatch, "engine": engine or {}, "system": system,
-            "figures": {key: figures(results) for key, results in raw.items()}, "raw": raw}  # fmt: skip
+            "instructions": instructions, "figures": {key: figures(results) for key, results in raw.items()}, "raw": raw}  # fmt: skip
 
 
 def figures(results: list[dict[str, Any]]) -> dict[str, Any]:
     """The medians of one model and mode over its page loads (an agent that never answered counts
     in ``answered`` and not in the times)."""
     out: dict[str, Any] = {"ready_ms": _summary([r["ready"] for r in results]), "engine": results[0].get("engine", {})}
-    for side in ("cold", "warm"):
+    for side in SIDES:
+        if any(side not in r for r in results):  # a result from before "other" was measured
+            continue
         agents = [r[side] for r in results]
         answered = [a for a in agents if a["firstAnswerMs"] is not None]
         first = [a["usage"][0] for a in agents if a["usage"]]
@@ -119,10 +129,11 @@ def rows(p: dict[str, Any] | None) -> list[tuple[str, str, str, str, str, str]]:
     """bench/run.py's table lines for P10: (figure, what, goal, median, min–max, context)."""
     out: list[tuple[str, str, str, str, str, str]] = []
     for key, f in (p or {}).get("figures", {}).items():
-        for side in ("cold", "warm"):
+        for side in (x for x in SIDES if x in f):
             s = f[side]
-            answer, goal = s["first_answer_ms"], GOALS_MS[side]
-            median = "none" if answer is None else f"{answer['median']:.0f}{' ✓' if answer['median'] <= goal else ' ✗'}"
+            answer, goal = s["first_answer_ms"], GOALS_MS.get(side)
+            mark = "" if goal is None or answer is None else " ✓" if answer["median"] <= goal else " ✗"
+            median = "none" if answer is None else f"{answer['median']:.0f}{mark}"
             spread = "" if answer is None else f"{answer['min']:.0f}–{answer['max']:.0f}"
             token, processed = s["first_token_ms"], s["first_processed_tokens"]
             context = [f"answered in {s['answered']} runs", f"first token {token['median']:.0f} ms" if token else "no token"]
@@ -133,8 +144,9 @@ def rows(p: dict[str, Any] | None) -> list[tuple[str, str, str, str, str, str]]:
                                f"({s['first_cached_tokens']['median']:.0f} from the cache)")  # fmt: skip
             if side == "cold" and s["page_to_answer_ms"]:
                 context.append(f"page load → answer {s['page_to_answer_ms']['median'] / 1000:.1f} s (ready at {f['ready_ms']['median'] / 1000:.1f} s)")
-            what = "send → first answer token, ms: " + ("new page, first agent" if side == "cold" else "second agent, same page, same system message")
-            out.append((f"P10 {key} {side}", what, f"≤ {goal:.0f} ms", median, spread, "; ".join(context)))
+            what = "send → first answer token, ms: " + {"cold": "new page, first agent", "warm": "second agent, same page, same system message",
+                                                        "other": "third agent, same page, same tools, other instructions"}[side]  # fmt: skip
+            out.append((f"P10 {key} {side}", what, "—" if goal is None else f"≤ {goal:.0f} ms", median, spread, "; ".join(context)))
     return out
 
 
@@ -184,6 +196,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--engine", type=engine_options, default=None, metavar="OPTION:VALUE,...",
                     help="more engine options: cacheTypeK, cacheTypeV (f32, f16, q8_0, ...), flashAttn (true/false)")
     ap.add_argument("--system", choices=("full", "compact"), default="full", help="the agents' system message (turnFormat.system)")
+    ap.add_argument("--instructions", choices=("first", "last"), default="first", help="where the agents' instructions go (turnFormat.instructions)")
     ap.add_argument("--ubatch-sweep", help="comma-separated n_ubatch values: measure the prompt rate for each instead of P10")
     ap.add_argument("--model", default="smollm2-q8_0.gguf", help="the sweep's model")
     ap.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "p10.json")
@@ -203,7 +216,8 @@ def main(argv: list[str] | None = None) -> int:
         else:
             models = tuple(args.models.split(",")) if args.models else None
             record = p10(browser, origin, args.runs, threads=args.threads, models=models, modes=tuple(args.modes.split(",")),
-                         n_batch=args.n_batch, n_ubatch=args.n_ubatch, engine=args.engine, system=args.system, log=log)  # fmt: skip
+                         n_batch=args.n_batch, n_ubatch=args.n_ubatch, engine=args.engine, system=args.system,
+                         instructions=args.instructions, log=log)  # fmt: skip
             text = "\n".join("| " + " | ".join(line) + " |" for line in rows(record))
         browser.close()
     server.shutdown()

@@ -176,3 +176,14 @@ def test_profile_self_times_add_each_threads_samples_by_function_and_count_wasm_
     text = profile_prompt.table("prompt", times, 5, {"prompt_n": 790, "prompt_per_second": 40.0, "predicted_n": 1, "predicted_per_second": 0})
     assert "| `ggml_vec_dot_q8_0_q8_0` | 0 | 100.0 % |" in text and "790 tokens at 40.0 tok/s" in text and "(idle)" not in text
     assert "threads running wasm: 1 (0.0 s in wasm)" in text
+
+
+def test_a_third_agent_with_other_instructions_gets_its_own_line_without_a_goal():
+    # instructions last: the third agent reads only its instructions and the task (cached 390 of 431)
+    loads = [{**x, "other": agent(2100, 900, [[436, 390, 40], [470, 460, 20]])} for x in LOADS]
+    f = first_answer.figures(loads)
+    assert f["other"]["first_processed_tokens"]["median"] == 46 and f["other"]["first_cached_tokens"]["median"] == 390
+    cold, warm, other = first_answer.rows({"figures": {"aerix-general-q8_0.gguf page": f}})
+    assert other[0] == "P10 aerix-general-q8_0.gguf page other" and other[2] == "—" and other[3] == "2100"
+    assert "other instructions" in other[1] and "processed 46 of 436 prompt tokens (390 from the cache)" in other[5]
+    assert "other" not in first_answer.figures(LOADS)  # results from before the third agent: two lines, as they were

@@ -3,7 +3,7 @@
  * opens it in a fresh browser context per load, so nothing of an earlier load is cached).
  *
  *   /bench/first_answer.html?model=/models/smollm2-q8_0.gguf&worker=1&threads=2&task=...&task=...
- *     [&nBatch=N&nUbatch=N&cacheTypeK=T&cacheTypeV=T&flashAttn=0|1&system=compact&instructions=last]
+ *     [&nBatch=N&nUbatch=N&cacheTypeK=T&cacheTypeV=T&flashAttn=0|1&system=compact&instructions=last&prefill=1]
  *
  * It boots aerix (page mode, or `worker=1`: boot({worker: true})) on `model` with `threads` engine
  * threads, then builds the demo's agent (web/demo-tools.mjs: its instructions and five tools) and
@@ -12,7 +12,9 @@
  * engine's cache), then a third agent with the same tools and other instructions (OTHER, the same
  * request in other words) on the first `task` ("other": with the default turn format it shares only
  * `<|im_start|>system\n` with the cache; with `instructions=last`, turnFormat.instructions "last", all
- * of the system message before its instructions). Per agent, in ms from its send: the first `text` event (the engine's first
+ * of the system message before its instructions). With `prefill=1` the cold agent calls
+ * `agent.prefill()` and awaits it before its send (as a page does while the person types):
+ * `prefillMs` and `prefill` (its usage) beside its times. Per agent, in ms from its send: the first `text` event (the engine's first
  * token), the first `final_delta` (the answer's first words; `answerGeneration`: in which
  * generation of the run), the end of the run; and each
  * generation's usage [prompt, cached, completion] (prompt − cached: the prompt tokens the engine
@@ -45,12 +47,13 @@ const TURN_FORMAT = Object.keys(FORMAT).length ? { turnFormat: FORMAT } : {};
 const OTHER = "You are a helper in a web page. When a tool fits, use it; then reply with one sentence quoting what it returned.";
 
 /** One agent's first task: build it, send `prompt`, time its events until the run ends. */
-async function firstAnswer(ai, prompt, instructions = INSTRUCTIONS) {
+async function firstAnswer(ai, prompt, instructions = INSTRUCTIONS, prefill = false) {
   const built = at();
   const agent = ai.agent({ instructions, tools, limits: { turns: 4, maxTokens: 256 }, ...TURN_FORMAT });
   await agent.ready;
+  const ahead = prefill ? { prefill: await agent.prefill(), prefillMs: at() - built } : {};
   const sent = at();
-  const out = { prompt, agentMs: sent - built, sentAt: sent, firstTokenMs: null, firstAnswerMs: null, answerGeneration: null, usage: [], calls: [], ending: null };
+  const out = { prompt, ...ahead, agentMs: sent - built, sentAt: sent, firstTokenMs: null, firstAnswerMs: null, answerGeneration: null, usage: [], calls: [], ending: null };
   const stop = new AbortController();
   const timer = setTimeout(() => stop.abort(), LIMIT_MS);
   try {
@@ -81,7 +84,7 @@ try {
   const info = ai.engine.info;
   result.engine = { n_threads: info.n_threads, n_batch: info.n_batch, n_ubatch: info.n_ubatch, isolated: info.isolated, fetchMs: info.fetchMs, loadMs: info.loadMs };
   const [cold, warm] = params.getAll("task");
-  result.cold = await firstAnswer(ai, cold);
+  result.cold = await firstAnswer(ai, cold, INSTRUCTIONS, params.get("prefill") === "1");
   result.warm = await firstAnswer(ai, warm);
   result.other = await firstAnswer(ai, cold, OTHER);
   result.engine.prompt = ai.engine.info.prompt;

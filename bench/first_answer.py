@@ -2,7 +2,7 @@
 
     .venv/bin/python -m bench.first_answer [--runs 3] [--threads 2] [--models smollm2-q8_0.gguf,...]
         [--modes page,worker] [--n-batch N] [--n-ubatch N] [--engine cacheTypeK:f32,flashAttn:false]
-        [--system compact] [--instructions last] [--out bench/results/p10.json]
+        [--system compact] [--instructions last] [--prefill] [--out bench/results/p10.json]
     .venv/bin/python -m bench.first_answer --ubatch-sweep 32,64,128,256,512 [--model smollm2-q8_0.gguf]
         [--threads 2] [--runs 3]
 
@@ -15,7 +15,9 @@ with the same instructions and tools, in the same page, on the other demo task (
 every run). "other": a third agent in the same page with the same tools and other instructions, on
 the cold agent's task; with the default turn format it shares nothing but ``<|im_start|>system``
 with the engine's cache, with ``--instructions last`` (turnFormat.instructions) everything in the
-system message before its instructions. Beside each: the first token (the first ``text`` event: the engine has read the
+system message before its instructions. ``--prefill``: the cold agent calls ``agent.prefill()`` and
+awaits it before its send, as a page does while the person types (its time: ``prefill_ms``; the
+cold figures then count from the send). Beside each: the first token (the first ``text`` event: the engine has read the
 prompt), how many generations came before the answer, and the prompt tokens the engine processed
 on the agent's first generation (``usage``: prompt − cached), which shows the warm agent reusing
 the cold one's system message.
@@ -70,7 +72,7 @@ def _load(browser: Any, origin: str, query: dict[str, Any]) -> dict[str, Any]:
 
 def p10(browser: Any, origin: str, runs: int, *, threads: int = THREADS, models: tuple[str, ...] | None = None,
         modes: tuple[str, ...] = ("page", "worker"), n_batch: int | None = None, n_ubatch: int | None = None,
-        engine: dict[str, Any] | None = None, system: str = "full", instructions: str = "first",
+        engine: dict[str, Any] | None = None, system: str = "full", instructions: str = "first", prefill: bool = False,
         log: Callable[[str], None] = print) -> dict[str, Any]:  # fmt: skip
     """P10 for each model and mode, `runs` page loads each (each boots a page and runs two agents
     on a real model: tens of seconds), interleaved model by model and mode by mode."""
@@ -91,14 +93,17 @@ def p10(browser: Any, origin: str, runs: int, *, threads: int = THREADS, models:
                     query["system"] = system
                 if instructions != "first":
                     query["instructions"] = instructions
+                if prefill:
+                    query["prefill"] = 1
                 result = _load(browser, origin, query)
                 raw.setdefault(f"{model} {mode}", []).append(result)
                 cold, warm, other = result["cold"], result["warm"], result["other"]
-                log(f"P10 {model} {mode} run {i + 1}: cold answer {cold['firstAnswerMs']} ms (first token {cold['firstTokenMs']}), "
+                ahead = f" after a prefill of {cold['prefillMs']:.0f} ms ({cold['prefill']})" if "prefillMs" in cold else ""
+                log(f"P10 {model} {mode} run {i + 1}: cold answer {cold['firstAnswerMs']} ms (first token {cold['firstTokenMs']}){ahead}, "
                     f"warm answer {warm['firstAnswerMs']} ms (first token {warm['firstTokenMs']}); warm first prompt {warm['usage'][:1]}; "
                     f"other instructions: answer {other['firstAnswerMs']} ms (first token {other['firstTokenMs']}), first prompt {other['usage'][:1]}")  # fmt: skip
     return {"threads": threads, "runs": runs, "tasks": list(TASKS), "n_batch": n_batch, "n_ubatch": n_ubatch, "engine": engine or {}, "system": system,
-            "instructions": instructions, "figures": {key: figures(results) for key, results in raw.items()}, "raw": raw}  # fmt: skip
+            "instructions": instructions, "prefill": prefill, "figures": {key: figures(results) for key, results in raw.items()}, "raw": raw}  # fmt: skip
 
 
 def figures(results: list[dict[str, Any]]) -> dict[str, Any]:
@@ -120,6 +125,7 @@ def figures(results: list[dict[str, Any]]) -> dict[str, Any]:
             "first_cached_tokens": _summary([u[1] for u in first]),
             "first_processed_tokens": _summary([u[0] - u[1] for u in first]),
             "answered": f"{len(answered)}/{len(agents)}",
+            "prefill_ms": _summary([a["prefillMs"] for a in agents if "prefillMs" in a]),
             "endings": sorted({str(a["ending"]) for a in agents}),
         }
     return out
@@ -142,9 +148,11 @@ def rows(p: dict[str, Any] | None) -> list[tuple[str, str, str, str, str, str]]:
             if processed:
                 context.append(f"first generation processed {processed['median']:.0f} of {s['first_prompt_tokens']['median']:.0f} prompt tokens "
                                f"({s['first_cached_tokens']['median']:.0f} from the cache)")  # fmt: skip
+            if s.get("prefill_ms"):
+                context.append(f"after agent.prefill() of {s['prefill_ms']['median'] / 1000:.1f} s before the send")
             if side == "cold" and s["page_to_answer_ms"]:
                 context.append(f"page load → answer {s['page_to_answer_ms']['median'] / 1000:.1f} s (ready at {f['ready_ms']['median'] / 1000:.1f} s)")
-            what = "send → first answer token, ms: " + {"cold": "new page, first agent", "warm": "second agent, same page, same system message",
+            what = "send → first answer token, ms: " + {"cold": "new page, first agent" + (", prefilled" if s.get("prefill_ms") else ""), "warm": "second agent, same page, same system message",
                                                         "other": "third agent, same page, same tools, other instructions"}[side]  # fmt: skip
             out.append((f"P10 {key} {side}", what, "—" if goal is None else f"≤ {goal:.0f} ms", median, spread, "; ".join(context)))
     return out
@@ -197,6 +205,7 @@ def main(argv: list[str] | None = None) -> int:
                     help="more engine options: cacheTypeK, cacheTypeV (f32, f16, q8_0, ...), flashAttn (true/false)")
     ap.add_argument("--system", choices=("full", "compact"), default="full", help="the agents' system message (turnFormat.system)")
     ap.add_argument("--instructions", choices=("first", "last"), default="first", help="where the agents' instructions go (turnFormat.instructions)")
+    ap.add_argument("--prefill", action="store_true", help="the cold agent calls agent.prefill() before its send")
     ap.add_argument("--ubatch-sweep", help="comma-separated n_ubatch values: measure the prompt rate for each instead of P10")
     ap.add_argument("--model", default="smollm2-q8_0.gguf", help="the sweep's model")
     ap.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "p10.json")
@@ -217,7 +226,7 @@ def main(argv: list[str] | None = None) -> int:
             models = tuple(args.models.split(",")) if args.models else None
             record = p10(browser, origin, args.runs, threads=args.threads, models=models, modes=tuple(args.modes.split(",")),
                          n_batch=args.n_batch, n_ubatch=args.n_ubatch, engine=args.engine, system=args.system,
-                         instructions=args.instructions, log=log)  # fmt: skip
+                         instructions=args.instructions, prefill=args.prefill, log=log)  # fmt: skip
             text = "\n".join("| " + " | ".join(line) + " |" for line in rows(record))
         browser.close()
     server.shutdown()

@@ -168,6 +168,10 @@ def demo(mcp: McpServer | None) -> int:
             return 1
         print(f"page ready in {time.monotonic() - started:.1f} s: {page.inner_text('#timings')}")
         print(page.inner_text("#model"))
+        ahead = page.evaluate("window.demo.prefill ?? null")
+        if ahead:
+            print(f"system message read ahead (agent.prefill): {ahead['promptTokens'] - ahead['cachedTokens']} tokens in {ahead['ms'] / 1000:.1f} s, "
+                  "before the prompt is sent, as while a person types")
         if mcp:
             show_mcp(page)
         page.fill("#prompt", args.prompt)

@@ -119,6 +119,7 @@ export function remoteAgent(peer, options, ref = newRef()) {
     artifact: (id) => call("artifact", id),
     artifacts: (runId) => call("artifacts", runId),
     choose: (question, options, opts = {}) => call("choose", question, options, opts),
+    prefill: (opts = {}) => call("prefill", opts),
     drain: () => call("drain"),
     runs: () => call("runs"),
     recover: () => call("recover"),

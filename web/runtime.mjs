@@ -313,11 +313,10 @@ export function wrapAgent(agent, durable, ref) {
       }
       return { meta: found.meta, blob: new Blob([found.data], { type: found.meta.mediaType }) };
     },
-    /**
-     * `{option: score}`: the model's probability of each option as the answer, summing to 1
-     * (docs/agents.md, "Routing by scores"); the conversation is left as it was.
-     */
+    /** `{option: score}`: each option's probability as the answer, summing to 1 (docs/agents.md, "Routing by scores"). */
     choose: (/** @type {string} */ question, /** @type {string[]} */ options, /** @type {ChooseOptions} */ { signal, topLogprobs } = {}) => py.choose(question, options, signal ?? null, topLogprobs ?? null),
+    /** The engine reads the system message (and turns kept) now: `{promptTokens, cachedTokens, completionTokens}` or null (docs/page.md). */
+    prefill: (/** @type {{signal?: AbortSignal}} */ { signal } = {}) => py.prefill(signal ?? null),
     /** The artifacts of one run, in put order (its attachments first). */
     artifacts: (runId) => py.artifacts(runId),
     reset: () => py.reset(),

@@ -15,7 +15,7 @@ import { connect } from "./rpc.mjs";
 import { bootHere, interruptDurable } from "./runtime.mjs";
 
 // methods of the agent facade the page may call, and which of them stream events
-const CALLS = new Set(["start", "getRun", "artifact", "artifacts", "choose", "drain", "runs", "recover", "reset", "load", "reopen", "transcript", "traces", "interrupt"]);
+const CALLS = new Set(["start", "getRun", "artifact", "artifacts", "choose", "prefill", "drain", "runs", "recover", "reset", "load", "reopen", "transcript", "traces", "interrupt"]);
 const STREAMS = new Set(["run", "resume", "approve"]);
 
 /**

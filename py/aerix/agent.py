@@ -31,6 +31,7 @@ from .handoffs import active_agent, check_description, load_conversation, set_ha
 from .tools import ContextKey, Tool, check_tools
 from .trust import Invoker, ToolPolicy, TrustFlag, check_agent_trust, policy_refusal
 from .output import Output
+from .prefill import prefill as prefill_prompt
 from .tracing import check_tracer, traced
 from .turn import turn_schema
 from .turn_format import TurnFormat
@@ -289,6 +290,11 @@ class Agent:
         stays as it was; ``signal`` and ``Limits.timeout_s`` stop it. An engine without
         log-probabilities is an ``options`` error. See :mod:`aerix.choose` for the method."""
         return await choose_among(self, question, options, signal, top_logprobs)
+
+    async def prefill(self, signal: Any = None) -> dict[str, int] | None:
+        """The engine reads this agent's prompt so far now (call it while the person types), so the
+        next run reads only its new message; its ``usage`` or ``None``. See :mod:`aerix.prefill`."""
+        return await prefill_prompt(self, signal)
 
     async def artifact(self, artifact_id: str) -> tuple[Artifact, bytes]:
         """An artifact of any of this agent's runs and its bytes; a missing one is

@@ -105,6 +105,15 @@ class PageAgent:
         return await self.agent.choose(question, options, signal, top_logprobs=20 if top_logprobs is None else top_logprobs)
 
     @js_facing
+    async def prefill(self, signal: Any = None) -> dict[str, int] | None:
+        """``Agent.prefill``: ``{promptTokens, cachedTokens, completionTokens}`` (as a ``usage``
+        event names them) or null; ``signal`` an ``AbortSignal`` or nothing."""
+        usage = await self.agent.prefill(signal)
+        if usage is None:
+            return None
+        return {"promptTokens": usage.get("prompt_tokens", 0), "cachedTokens": usage.get("cached_tokens", 0), "completionTokens": usage.get("completion_tokens", 0)}
+
+    @js_facing
     async def artifact(self, artifact_id: str) -> dict[str, Any] | None:
         """``{meta, data}`` (``data`` a ``Uint8Array``), or null when there is no such artifact
         (aerix.mjs throws ``artifact_not_found`` then)."""

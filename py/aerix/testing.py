@@ -67,6 +67,7 @@ class ScriptedModel:
     script: Sequence[Script] | ReplyFn
     chunk: int | None = None
     calls: list[ModelCall] = field(default_factory=list)
+    prefills: list[list[dict[str, str]]] = field(default_factory=list)
     _last: str = ""
 
     async def chat(self, messages: list[dict[str, str]], options: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
@@ -99,6 +100,16 @@ class ScriptedModel:
             "finish_reason": reply.finish_reason,
             "usage": {"prompt_tokens": len(rendered), "completion_tokens": len(reply.text), "cached_tokens": cached},
         }
+
+    async def prefill(self, messages: list[dict[str, str]], options: dict[str, Any]) -> dict[str, int]:
+        """``Agent.prefill``: the simulated cache now holds ``messages`` (the next ``chat`` reuses
+        their prefix, as a real engine's would); no reply is used and no call recorded (``prefills``
+        lists what was read)."""
+        self.prefills.append(copy.deepcopy(list(messages)))
+        rendered = _render(messages)
+        cached = _common_prefix(rendered, self._last)
+        self._last = rendered
+        return {"prompt_tokens": len(rendered), "completion_tokens": 0, "cached_tokens": cached}
 
     async def _next(self, messages: list[dict[str, str]], options: dict[str, Any]) -> Any:
         n = len(self.calls)

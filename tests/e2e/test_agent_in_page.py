@@ -143,3 +143,25 @@ def test_the_engine_generates_only_what_the_reply_shows(booted):
         for g in (first, second):
             assert 0 < g["completion_tokens"] <= g["bytes"] + 1, g
         assert second["cached_tokens"] >= first["prompt_tokens"], (first, second)
+
+
+PREFILL = """async ({ instructions, prefill }) => {
+  const agent = window.ai.agent({ instructions, tools: [%s], limits: { maxTokens: 160, retries: 3 } });
+  const read = prefill ? await agent.prefill() : null;
+  const messages = agent.messages;
+  const usage = [];
+  for await (const ev of agent.run("Umbrella for Lisbon?")) if (ev.type === "usage") usage.push(ev);
+  return { read, messages, first: usage[0] };
+}"""  % TOOL
+
+
+def test_a_prefilled_agent_s_first_run_reads_only_its_question(booted):
+    # instructions no agent of this page had: nothing of them is in the engine's cache
+    cold = booted.evaluate(PREFILL, {"instructions": "Zebra crossing rules apply. Answer in one line.", "prefill": False})
+    warm = booted.evaluate(PREFILL, {"instructions": "Quokka island rules apply. Answer in one line.", "prefill": True})
+    read, first = warm["read"], warm["first"]
+    assert read["promptTokens"] > 100 and read["cachedTokens"] < 10, read  # the engine read the system message
+    assert len(warm["messages"]) == 1  # the conversation is as it was
+    assert first["cachedTokens"] >= read["promptTokens"] - 4, (read, first)  # the run read only what is new
+    assert first["promptTokens"] - first["cachedTokens"] < 40
+    assert cold["first"]["cachedTokens"] < 10 and cold["first"]["promptTokens"] - cold["first"]["cachedTokens"] > 100

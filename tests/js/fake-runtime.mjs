@@ -24,7 +24,7 @@ export function fakePageAgent(calls = []) {
     start: async (...args) => (calls.push(["start", ...args]), { id: args[1] ?? "run_1", status: "queued" }),
     get_run: async (...args) => (calls.push(["get_run", ...args]), null),
     state: async (method, collection, args) => (calls.push(["state", method, collection, args]), { method, collection, args }),
-    ...Object.fromEntries(["choose", "artifact", "artifacts", "drain", "runs", "recover", "interrupt", "reset", "load", "reopen", "transcript"].map((n) => [n, record(n)])),
+    ...Object.fromEntries(["choose", "prefill", "artifact", "artifacts", "drain", "runs", "recover", "interrupt", "reset", "load", "reopen", "transcript"].map((n) => [n, record(n)])),
     // `tracer: {keep: true}`'s traces, as page.py's span_view shows them
     traces: () => (calls.push(["traces"]), [[{ name: "invoke_agent a", spanId: "1", parentId: null, startMs: 1.5, durationMs: 2 }]]),
     messages: () => [],

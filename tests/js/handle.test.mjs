@@ -85,6 +85,20 @@ describe("the agent handle of both modes", () => {
       }
     });
 
+    test(`${mode}: prefill is one call into Python's prefill with the signal (or null)`, async () => {
+      const { agent, calls, close } = await make();
+      try {
+        await agent.prefill();
+        await agent.prefill({ signal: new AbortController().signal });
+        const made = calls.filter((c) => c[0] === "prefill");
+        assert.equal(made.length, 2);
+        assert.equal(made[0][1], null);
+        assert.ok(made[1][1] instanceof AbortSignal);
+      } finally {
+        close?.();
+      }
+    });
+
     test(`${mode}: start takes concurrencyKey; getRun asks Python`, async () => {
       const { agent, calls, close } = await make();
       try {

@@ -187,3 +187,12 @@ def test_a_third_agent_with_other_instructions_gets_its_own_line_without_a_goal(
     assert other[0] == "P10 aerix-general-q8_0.gguf page other" and other[2] == "—" and other[3] == "2100"
     assert "other instructions" in other[1] and "processed 46 of 436 prompt tokens (390 from the cache)" in other[5]
     assert "other" not in first_answer.figures(LOADS)  # results from before the third agent: two lines, as they were
+
+
+def test_a_prefilled_cold_agent_says_so_and_how_long_the_prefill_took():
+    loads = [{**x, "cold": {**x["cold"], "prefillMs": 9000.0 + i, "prefill": {"promptTokens": 410}}} for i, x in enumerate(LOADS)]
+    f = first_answer.figures(loads)
+    assert f["cold"]["prefill_ms"]["median"] == 9001 and f["warm"]["prefill_ms"] is None
+    cold, warm = first_answer.rows({"figures": {"m.gguf page": f}})
+    assert cold[1].endswith("new page, first agent, prefilled") and "after agent.prefill() of 9.0 s before the send" in cold[5]
+    assert "prefill" not in warm[5]

@@ -40,13 +40,13 @@ ROOT = Path(__file__).resolve().parents[2]
 
 TARGETS = {"first_turn": 0.95, "quoted": 0.90, "final": 0.98}
 
-BOOT = """async ({ model, nThreads }) => {
+BOOT = """async ({ model, nThreads, turnFormat }) => {
   const { boot } = await import("/aerix.mjs");
   const demo = await import("/demo-tools.mjs");
   window.ai = await boot({ model, engine: nThreads ? { nThreads } : {} });
   window.evalRun = async (prompt, constrain) => {
     const agent = window.ai.agent({
-      instructions: demo.INSTRUCTIONS, tools: demo.tools, constrain,
+      instructions: demo.INSTRUCTIONS, tools: demo.tools, constrain, ...(turnFormat ? { turnFormat } : {}),
       limits: { turns: 6, retries: 2, maxTokens: 256 }, generation: { temperature: 0 },
     });
     const events = [], raw = [], genMs = [];
@@ -117,6 +117,8 @@ def main() -> int:
     ap.add_argument("--limit", type=int, default=0, help="only the first N tasks (0: all)")
     ap.add_argument("--threads", type=int, default=0, help="engine threads (0: the engine's default)")
     ap.add_argument("--chromium", default=chromium.CHROMIUM)
+    ap.add_argument("--instructions", choices=("first", "last"), default="first",
+                    help="where the agent's instructions go (TurnFormat.instructions; the bundled model was trained on first)")
     ap.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "eval.json")
     args = ap.parse_args()
 
@@ -130,12 +132,18 @@ def main() -> int:
         print("the system message aerix renders now is not the one the bundled model was trained on: run `make model`",
               file=sys.stderr)
         return 1
+    turn_format = None if args.instructions == "first" else {"instructions": args.instructions}
+    if turn_format:
+        from aerix import Agent
+        from aerix.testing import ScriptedModel
+
+        system = Agent(model=ScriptedModel([]), instructions=demo.INSTRUCTIONS, tools=demo.aerix_tools(), turn_format=turn_format).system
 
     from playwright.sync_api import sync_playwright
 
     server, _ = serve(str(ROOT / "build" / "site"), 0)
     url = f"http://127.0.0.1:{server.server_address[1]}"
-    report: dict[str, Any] = {"model": args.model, "model_sha256": trained.get("sha256"), "tasks": len(tasks),
+    report: dict[str, Any] = {"model": args.model, "model_sha256": trained.get("sha256"), "tasks": len(tasks), "instructions": args.instructions,
                               "task_kinds": corpus.EVAL_COUNTS, "eval_seed": corpus.EVAL_SEED, "modes": {},
                               "machine": f"{platform.machine()}, {__import__('os').cpu_count()} CPUs"}
     started = time.monotonic()
@@ -145,7 +153,7 @@ def main() -> int:
             page = browser.new_page()
             page.set_default_timeout(180_000)
             page.goto(url + "/embed.html")
-            booted = page.evaluate(BOOT, {"model": args.model, "nThreads": args.threads or None})
+            booted = page.evaluate(BOOT, {"model": args.model, "nThreads": args.threads or None, "turnFormat": turn_format})
             report["engine"] = booted
             print(f"engine: {booted['info']} · isolated {booted['isolated']} · boot {booted['timings']}", flush=True)
             for mode in args.modes.split(","):

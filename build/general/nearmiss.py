@@ -78,12 +78,12 @@ def _action(rng: random.Random, family: Family, val: bool) -> Task | None:
     return Task("near_miss", ph.fill(ph.dress(rng, frame), x=x), reply=_reply(rng, family, f"{verb} {a} {thing}"), thought=thought, frame=frame)
 
 
-def _swap(rng: random.Random, spec: ToolSpec, p: Param, v: Value, val: bool, reword: float) -> tuple[str, str]:
+def _swap(rng: random.Random, spec: ToolSpec, p: Param, v: Value, val: bool, reword: float) -> tuple[str, str, str]:
+    """(the request, its frame, its head where another than the description's phrase)."""
     named = [(q, v if q is p else w) for q, w in _values(rng, spec)]
     if p not in [q for q, _ in named]:
         named.append((p, v))
-    prompt, frame, _ = _request(rng, spec, named, val, reword)
-    return prompt, frame
+    return _request(rng, spec, named, val, reword)
 
 
 def _range(rng: random.Random, family: Family, val: bool) -> Task | None:
@@ -94,10 +94,10 @@ def _range(rng: random.Random, family: Family, val: bool) -> Task | None:
     spec, p = rng.choice(options)
     hi, noun = int(p.args[1]), p.args[2]
     n = rng.choice((hi + 1, hi * 2, hi * 3, hi * 5, hi * 10))
-    prompt, frame = _swap(rng, spec, p, Value(n, f"{n} {plural(noun, n)}".strip(), str(n)), val, family.reworded)
+    prompt, frame, head = _swap(rng, spec, p, Value(n, f"{n} {plural(noun, n)}".strip(), str(n)), val, family.reworded)
     most = f"{hi} {plural(noun, hi)}".strip()
     reply = _reply(rng, family, f"go past {most} for the {p.label} ({n} asked)")
-    return Task("near_miss", prompt, reply=reply, thought=f"The {p.label} can be at most {hi}; {n} is out of range.", frame=frame)
+    return Task("near_miss", prompt, reply=reply, thought=f"The {p.label} can be at most {hi}; {n} is out of range.", frame=frame, head=head)
 
 
 def _enum(rng: random.Random, family: Family, val: bool) -> Task | None:
@@ -113,10 +113,10 @@ def _enum(rng: random.Random, family: Family, val: bool) -> Task | None:
     spec, p, other, allowed = rng.choice(options)
     noun = p.args[-1]
     said = other.replace("_", " ")  # the mention adds the noun ("theater category")
-    prompt, frame = _swap(rng, spec, p, Value(other, said, other), val, family.reworded)
+    prompt, frame, head = _swap(rng, spec, p, Value(other, said, other), val, family.reworded)
     reply = (_reply(rng, family, f"use the {noun} {other.replace('_', ' ')}")
              + f" The {noun} can be {', '.join(a.replace('_', ' ') for a in allowed)}.")
-    return Task("near_miss", prompt, reply=reply, thought=f"{other} is not a {noun} the tools take.", frame=frame)
+    return Task("near_miss", prompt, reply=reply, thought=f"{other} is not a {noun} the tools take.", frame=frame, head=head)
 
 
 def _quantity(rng: random.Random, family: Family, val: bool) -> Task | None:

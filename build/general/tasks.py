@@ -212,16 +212,17 @@ def _irrelevant(rng: random.Random, family: Family, val: bool) -> Task:
         prompt = rng.choice(ph.THANKS)
         return Task("irrelevant", prompt, reply=rng.choice(("You're welcome!", "Glad to help.", "Any time!")), frame="chat",
                     thought="Thanks; no tool is needed.")
+    head = ""
     if r < 0.3:
         prompt = rng.choice(ph.CHAT)
         frame = "chat"
     else:
         domain = rng.choice([d for d in DOMAINS if d not in here and (d not in HELD_OUT or family.split != "train")])
         spec = _spec(rng, domain, rng.choice(_protos(domain)), "snake", False, "")
-        prompt, frame, _ = _request(rng, spec, _values(rng, spec), val, family.reworded)
+        prompt, frame, head = _request(rng, spec, _values(rng, spec), val, family.reworded)
     reply = rng.choice(("Sorry, I can't help with that: none of my tools does it. I can {c}.",
                         "None of my tools can do that. What I can do: {c}.", "I can't do that here. My tools {c2}."))
-    return Task("irrelevant", prompt, reply=reply.replace("{c2}", "only " + c).replace("{c}", c), frame=frame)
+    return Task("irrelevant", prompt, reply=reply.replace("{c2}", "only " + c).replace("{c}", c), frame=frame, head=head)
 
 
 def _error(rng: random.Random, family: Family, val: bool) -> Task:

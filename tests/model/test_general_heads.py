@@ -104,3 +104,13 @@ def test_large_amounts_are_said_as_people_write_them_and_passed_as_numbers():
     with big_numbers(True):
         assert all("," not in year.draw(rng, ["2015", "2027", ""]).said for _ in range(50))
         assert all(not year.draw(rng, ["1000", "90000", ""]).said.endswith(" s") for _ in range(50))
+
+
+def test_requests_no_tool_serves_and_near_misses_carry_the_head_they_were_worded_by(records):
+    for kind in ("irrelevant", "near_miss"):
+        worded = [r for r in records if r["kind"] == kind and r["head"]]
+        assert len(worded) > 10, kind
+        for r in worded:
+            user = r["text"].split("<|im_start|>user\n", 1)[1]
+            assert r["head"].lower() in user.lower(), (kind, r["head"], user[:120])
+            assert not r["calls"]  # still answered without a call

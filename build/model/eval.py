@@ -119,6 +119,8 @@ def main() -> int:
     ap.add_argument("--chromium", default=chromium.CHROMIUM)
     ap.add_argument("--instructions", choices=("first", "last"), default="first",
                     help="where the agent's instructions go (TurnFormat.instructions; the bundled model was trained on first)")
+    ap.add_argument("--results", choices=("full", "compact"), default="full",
+                    help="how results come back (TurnFormat.results; the bundled model was trained on full)")
     ap.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "eval.json")
     args = ap.parse_args()
 
@@ -132,7 +134,7 @@ def main() -> int:
         print("the system message aerix renders now is not the one the bundled model was trained on: run `make model`",
               file=sys.stderr)
         return 1
-    turn_format = None if args.instructions == "first" else {"instructions": args.instructions}
+    turn_format = {k: v for k, v in (("instructions", args.instructions), ("results", args.results)) if v not in ("first", "full")} or None
     if turn_format:
         from aerix import Agent
         from aerix.testing import ScriptedModel
@@ -143,7 +145,7 @@ def main() -> int:
 
     server, _ = serve(str(ROOT / "build" / "site"), 0)
     url = f"http://127.0.0.1:{server.server_address[1]}"
-    report: dict[str, Any] = {"model": args.model, "model_sha256": trained.get("sha256"), "tasks": len(tasks), "instructions": args.instructions,
+    report: dict[str, Any] = {"model": args.model, "model_sha256": trained.get("sha256"), "tasks": len(tasks), "instructions": args.instructions, "results": args.results,
                               "task_kinds": corpus.EVAL_COUNTS, "eval_seed": corpus.EVAL_SEED, "modes": {},
                               "machine": f"{platform.machine()}, {__import__('os').cpu_count()} CPUs"}
     started = time.monotonic()

@@ -57,7 +57,7 @@ def agent_from_js(model: Any, options: Any) -> Agent:
     """The Agent the JS options describe: ``{instructions, tools, limits, hooks, generation,
     constrain, durable, store, name, onTainted, toolPolicy, output, channels, compaction,
     conversationId, turnFormat}``; ``tools`` holds JS tools and ``agent.asTool(...)`` values
-    (``_js_tool``); ``turnFormat`` is ``{thought, system, callKeys, example, instructions,
+    (``_js_tool``); ``turnFormat`` is ``{thought, system, callKeys, example, instructions, results,
     duplicateCalls}`` (aerix.TurnFormat, its values as in Python); ``compaction`` is
     ``"model"``, ``"digest"``, ``null`` or ``{method, keepTurns, summaryTokens}``
     (aerix.compaction; ``limits.contextTokens`` turns it on); ``output`` is ``{schema}``
@@ -182,9 +182,9 @@ def _js_output(output: Any) -> Any:
 
 
 def _js_turn_format(value: Any) -> dict[str, Any]:
-    """``turnFormat: {thought, system, callKeys, example, duplicateCalls, instructions}`` as TurnFormat's fields."""
+    """``turnFormat: {thought, system, callKeys, example, duplicateCalls, instructions, results}`` as TurnFormat's fields."""
     spec = as_dict(value, "turnFormat")
-    known = ["thought", "system", "callKeys", "example", "duplicateCalls", "instructions"]
+    known = ["thought", "system", "callKeys", "example", "duplicateCalls", "instructions", "results"]
     unknown = sorted(set(spec) - set(known))
     if unknown:
         raise AerixError("options", f"unknown turnFormat option(s) {unknown}; known: {known}")

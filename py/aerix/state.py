@@ -116,8 +116,8 @@ class Pending:
     def calls_left(self) -> tuple[Call, ...]:
         return self.turn.calls[len(self.results) :]
 
-    def results_message(self) -> str:
-        return results_message([(r.id, r.tool, r.text) for r in self.results], self.note)
+    def results_message(self, compact: bool = False) -> str:
+        return results_message([(r.id, r.tool, r.text) for r in self.results], self.note, compact)
 
     def to_dict(self) -> dict[str, Any]:
         return {

@@ -267,10 +267,14 @@ def _template(name: str) -> Any:
     return env.from_string(files("aerix").joinpath(name).read_text(encoding="utf-8"))
 
 
-def results_message(results: Sequence[tuple[str, str, str]], note: str | None = None) -> str:
+def results_message(results: Sequence[tuple[str, str, str]], note: str | None = None, compact: bool = False) -> str:
     """The user message that carries a turn's results back: one JSON object, in call order;
-    ``note`` (the calls a turn dropped, :func:`aerix.turn_format.dropped_note`) after them."""
-    body: dict[str, Any] = {"results": [{"id": i, "tool": t, "result": text} for i, t, text in results]}
+    ``note`` (the calls a turn dropped, :func:`aerix.turn_format.dropped_note`) after them.
+    ``compact`` (``TurnFormat(results="compact")``): each result without its call's id."""
+    if compact:
+        body: dict[str, Any] = {"results": [{"tool": t, "result": text} for _, t, text in results]}
+    else:
+        body = {"results": [{"id": i, "tool": t, "result": text} for i, t, text in results]}
     if note is not None:
         body["note"] = note
     return json.dumps(body, ensure_ascii=False)

@@ -37,8 +37,13 @@ numbers of ``make bfcl``: ``duplicate_calls`` became ``"drop"`` (2026-12-04). Ea
   The engine reuses the longest prefix of the prompt it already holds, so with ``"last"`` agents
   with the same tools and format but other instructions share everything before them: the
   page reads only their instructions on a new agent's first turn (``bench/README.md``).
+- ``results``: ``"full"`` (default: each result as ``{"id", "tool", "result"}``, as both trained
+  models saw them) or ``"compact"`` (``{"tool", "result"}``: results come back in call order, so
+  the call's id says nothing the order does not; 8 prompt tokens fewer a result on SmolLM2, what
+  it costs in accuracy is measured in ``bench/README.md``). Not in the system message, like
+  ``duplicate_calls``: a run resumed under another value feeds its next results the new way.
 
-Every knob but ``duplicate_calls`` changes the system message, so a durable run or a kept
+Every knob but ``duplicate_calls`` and ``results`` changes the system message, so a durable run or a kept
 conversation is refused to an Agent of another format, as to one of other instructions or tools.
 """
 
@@ -61,6 +66,7 @@ _CHOICES = {
     "call_keys": ("tool_first", "input_first"),
     "duplicate_calls": ("keep", "drop"),
     "instructions": ("first", "last"),
+    "results": ("full", "compact"),
 }
 
 
@@ -74,6 +80,7 @@ class TurnFormat:
     example: bool = False
     duplicate_calls: str = "drop"
     instructions: str = "first"
+    results: str = "full"
 
     def __post_init__(self) -> None:
         for name, allowed in _CHOICES.items():

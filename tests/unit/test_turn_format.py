@@ -220,6 +220,7 @@ async def test_a_dropped_calls_note_survives_a_durable_pause():
     ({"duplicate_calls": True}, "TurnFormat.duplicate_calls must be one of 'keep', 'drop', got True"),
     ({"example": 1}, "TurnFormat.example must be True or False, got 1"),
     ({"instructions": "end"}, "TurnFormat.instructions must be one of 'first', 'last', got 'end'"),
+    ({"results": "short"}, "TurnFormat.results must be one of 'full', 'compact', got 'short'"),
     ({"thougth": "last"}, "unknown TurnFormat field(s) ['thougth']"),
 ])  # fmt: skip
 def test_a_bad_format_is_an_options_error_naming_it(given, words):
@@ -254,8 +255,9 @@ async def test_a_durable_run_is_refused_to_an_agent_of_another_format(name, fmt)
 def test_the_page_takes_turn_format_in_camel_case():
     from aerix.page import create_agent
 
-    page = create_agent(ScriptedModel([]), {"turnFormat": {"thought": "none", "system": "compact", "callKeys": "input_first", "example": True, "duplicateCalls": "drop", "instructions": "last"}})
-    assert page.agent.turn_format == TurnFormat(thought="none", system="compact", call_keys="input_first", example=True, duplicate_calls="drop", instructions="last")
+    page = create_agent(ScriptedModel([]), {"turnFormat": {"thought": "none", "system": "compact", "callKeys": "input_first", "example": True, "duplicateCalls": "drop", "instructions": "last", "results": "compact"}})
+    assert page.agent.turn_format == TurnFormat(thought="none", system="compact", call_keys="input_first", example=True, duplicate_calls="drop", instructions="last",
+                                                results="compact")
     assert create_agent(ScriptedModel([]), {}).agent.turn_format == TurnFormat()
     with pytest.raises(AerixError, match=r"unknown turnFormat option\(s\) \['call_keys'\]; known: \['thought', 'system', 'callKeys'"):
         create_agent(ScriptedModel([]), {"turnFormat": {"call_keys": "input_first"}})
@@ -273,6 +275,7 @@ formats = st.builds(
     example=st.booleans(),
     duplicate_calls=st.sampled_from(["keep", "drop"]),
     instructions=st.sampled_from(["first", "last"]),
+    results=st.sampled_from(["full", "compact"]),
 )
 
 
@@ -289,3 +292,16 @@ def test_any_model_output_in_any_format_ends_once_and_a_dropped_call_never_runs(
         if ev.type == "turn" and fmt.duplicate_calls == "drop":
             keys = [json.dumps([c.tool, c.input], sort_keys=True) for c in ev.calls]
             assert len(keys) == len(set(keys))
+
+
+async def test_compact_results_come_back_in_call_order_without_ids_and_the_system_message_is_the_same():
+    weather = tool(name="weather", description="W.", input={"city": {"type": "string", "required": True}}, run=lambda i: f"Sunny in {i['city']}")
+    script = [calls(("weather", {"city": "Lisbon"}), ("weather", {"city": "Porto"})), final("Sunny in both.")]
+    compact = Agent(model=ScriptedModel(script), tools=[weather], turn_format=TurnFormat(results="compact"))
+    full = Agent(model=ScriptedModel(script), tools=[weather])
+    for agent in (compact, full):
+        assert (await collect(agent.run("Lisbon and Porto?")))[-1].type == "final"
+    assert compact.system == full.system and compact.schema == full.schema  # not in the system message
+    assert json.loads(compact.messages[3]["content"]) == {"results": [{"tool": "weather", "result": "Sunny in Lisbon"}, {"tool": "weather", "result": "Sunny in Porto"}]}
+    assert json.loads(full.messages[3]["content"])["results"][0] == {"id": "call_1", "tool": "weather", "result": "Sunny in Lisbon"}
+    assert len(compact.messages[3]["content"]) < len(full.messages[3]["content"])

@@ -11,7 +11,7 @@ the value the tool's doc asks for out of however it was said.
 from __future__ import annotations
 
 import random
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator
 
@@ -29,12 +29,16 @@ _BIG = {"on": False}
 
 
 @contextmanager
-def big_numbers(on: bool) -> Iterator[None]:
-    before, _BIG["on"] = _BIG["on"], on
+def _switched(switch: dict[str, bool], on: bool) -> Iterator[None]:
+    before, switch["on"] = switch["on"], on
     try:
         yield
     finally:
-        _BIG["on"] = before
+        switch["on"] = before
+
+
+def big_numbers(on: bool) -> AbstractContextManager[None]:
+    return _switched(_BIG, on)
 
 
 # Units as people say them: "5 miles to kilometers" for an enum of "mi", "km" (run D's misses on the
@@ -57,13 +61,8 @@ def units_apart() -> bool:
     return _UNITS["on"]
 
 
-@contextmanager
-def unit_words(on: bool) -> Iterator[None]:
-    before, _UNITS["on"] = _UNITS["on"], on
-    try:
-        yield
-    finally:
-        _UNITS["on"] = before
+def unit_words(on: bool) -> AbstractContextManager[None]:
+    return _switched(_UNITS, on)
 
 
 @dataclass(frozen=True)

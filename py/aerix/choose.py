@@ -41,13 +41,11 @@ from __future__ import annotations
 import asyncio
 import math
 import re
-from contextlib import aclosing
-from typing import TYPE_CHECKING, Any, AsyncGenerator, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 from .abort import Abort
-from .calls import StepInterrupted, until_aborted
-from .errors import AerixError, describe
-from .streams import iterate
+from .errors import AerixError
+from .streams import aside, read_aside
 from .turn import neutralise
 
 if TYPE_CHECKING:
@@ -80,11 +78,14 @@ async def choose(agent: Agent, question: str, options: Sequence[str], signal: An
         "time_left_s": timeout, "top_logprobs": top_logprobs,
     }
     try:
-        entries = await _generate(agent.model, messages, request, abort)
+        got = await aside(read_aside(agent.model, messages, request, abort), abort, "choose")
     finally:
         if timer is not None:
             timer.cancel()
         abort.close()
+    entries, done = got or (None, None)
+    if done is None:
+        raise AerixError("engine", "engine failed: the model's stream ended without a done item")
     if entries is None:
         raise AerixError("options", _NO_LOGPROBS)
     answer = next((e for e in entries if isinstance(e, dict) and _bare(str(e.get("token", "")))), None)
@@ -143,39 +144,6 @@ def _listed(items: Any) -> list[tuple[str, float]]:
         if isinstance(token, str) and isinstance(logprob, (int, float)) and not isinstance(logprob, bool) and not math.isnan(logprob):
             out.append((token, math.exp(min(float(logprob), 0.0))))
     return out
-
-
-async def _generate(model: Any, messages: list[dict[str, str]], request: dict[str, Any], abort: Abort) -> list[Any] | None:
-    """Run the one generation; the token entries of its ``logprobs`` deltas, or ``None`` if none came."""
-    entries: list[Any] | None = None
-    done = False
-    try:
-        async with aclosing(iterate(model.chat(messages, request))) as deltas:
-            while not done:
-                try:
-                    delta = await until_aborted(deltas.__anext__(), abort)
-                except StopAsyncIteration:
-                    break
-                kind = delta.get("type") if isinstance(delta, dict) else None
-                if kind == "logprobs" and isinstance(delta.get("content"), list):
-                    entries = (entries or []) + delta["content"]
-                elif kind == "done":
-                    done = True
-                elif kind != "text":
-                    raise AerixError("engine", f"engine failed: the model yielded {delta!r} out of protocol")
-    except StepInterrupted:
-        pass
-    except AerixError:
-        if not abort.aborted:
-            raise
-    except Exception as e:
-        if not abort.aborted:
-            raise AerixError("engine", f"engine failed: {describe(e)}") from e
-    if abort.aborted:
-        raise AerixError("abort", abort.reason or "choose was aborted")
-    if not done:
-        raise AerixError("engine", "engine failed: the model's stream ended without a done item")
-    return entries
 
 
 def _check(question: Any, options: Any, top_logprobs: Any) -> str:

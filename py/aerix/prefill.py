@@ -30,13 +30,11 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-from contextlib import aclosing
 from typing import TYPE_CHECKING, Any
 
 from .abort import Abort
-from .calls import StepInterrupted, until_aborted
-from .errors import AerixError, describe
-from .streams import iterate
+from .calls import until_aborted
+from .streams import aside, read_aside
 
 if TYPE_CHECKING:
     from .agent import Agent
@@ -60,42 +58,14 @@ async def prefill(agent: Agent, signal: Any = None) -> dict[str, int] | None:
 
 
 async def _read(model: Any, messages: list[dict[str, str]], request: dict[str, Any], abort: Abort) -> dict[str, int] | None:
-    usage: dict[str, int] | None = None
-    try:
-        own = getattr(model, "prefill", None)
-        if callable(own):
-            got = own(messages, request)
-            usage = await until_aborted(got if inspect.isawaitable(got) else _now(got), abort)
-        else:
-            usage = await _drain(model, messages, request, abort)
-    except StepInterrupted:
-        pass
-    except AerixError:
-        if not abort.aborted:
-            raise
-    except Exception as e:
-        if not abort.aborted:
-            raise AerixError("engine", f"engine failed: {describe(e)}") from e
-    if abort.aborted:
-        raise AerixError("abort", abort.reason or "prefill was aborted")
-    return usage
+    own = getattr(model, "prefill", None)
+    if callable(own):
+        usage = await aside(until_aborted(_awaited(own(messages, request)), abort), abort, "prefill")
+    else:
+        _, done = await aside(read_aside(model, messages, request, abort), abort, "prefill") or (None, None)
+        usage = None if done is None else done.get("usage")
+    return dict(usage) if isinstance(usage, dict) else None
 
 
-async def _now(value: Any) -> Any:
-    return value
-
-
-async def _drain(model: Any, messages: list[dict[str, str]], request: dict[str, Any], abort: Abort) -> dict[str, int] | None:
-    """One generation of the model's own ``chat``, its text discarded; the usage of its ``done``."""
-    async with aclosing(iterate(model.chat(messages, request))) as deltas:
-        while True:
-            try:
-                delta = await until_aborted(deltas.__anext__(), abort)
-            except StopAsyncIteration:
-                return None
-            kind = delta.get("type") if isinstance(delta, dict) else None
-            if kind == "done":
-                usage = delta.get("usage")
-                return dict(usage) if isinstance(usage, dict) else None
-            if kind not in ("text", "logprobs"):
-                raise AerixError("engine", f"engine failed: the model yielded {delta!r} out of protocol")
+async def _awaited(value: Any) -> Any:
+    return await value if inspect.isawaitable(value) else value

@@ -2,7 +2,8 @@
 one ``done`` item whose ``usage`` counts are whole numbers.
 
 Every request aerix makes of a model reads its stream here: a turn (the loop's generate phase),
-a compaction's summary (``compaction.py``) and a choice (``choose.py``, through :func:`iterate`).
+a compaction's summary (``compaction.py``), and the requests apart from a run, a choice
+(``choose.py``) and a prefill (``prefill.py``), through :func:`read_aside` and :func:`aside`.
 Stopping to read closes the model's iterator, since a closed stream is how an engine is told to
 stop generating; an abort of the run's signal stops the read at once."""
 
@@ -11,13 +12,16 @@ from __future__ import annotations
 import asyncio
 import inspect
 from contextlib import aclosing
-from typing import Any, AsyncGenerator, Callable
+from typing import Any, AsyncGenerator, Awaitable, Callable, TypeVar
 
 from .abort import Abort
 from .calls import StepInterrupted, until_aborted
+from .errors import AerixError, describe
 from .events import Usage
 
-__all__ = ["Stream", "iterate", "usage_of"]
+__all__ = ["Stream", "aside", "iterate", "read_aside", "usage_of"]
+
+T = TypeVar("T")
 
 
 class Stream:
@@ -49,6 +53,43 @@ class Stream:
                 else:
                     self.breach = f"the model yielded {delta!r} out of protocol"
                     return
+
+
+async def read_aside(model: Any, messages: list[dict[str, str]], request: dict[str, Any], abort: Abort) -> tuple[list[Any] | None, dict[str, Any] | None]:
+    """One generation apart from a run: the token entries of its ``logprobs`` deltas (``None`` if
+    none came) and its done item (``None`` if none came); its text is not kept. A delta out of
+    protocol is an ``engine`` error; ``abort`` stops the read (:class:`StepInterrupted`)."""
+    entries: list[Any] | None = None
+    async with aclosing(iterate(model.chat(messages, request))) as deltas:
+        while True:
+            try:
+                delta = await until_aborted(deltas.__anext__(), abort)
+            except StopAsyncIteration:
+                return entries, None
+            kind = delta.get("type") if isinstance(delta, dict) else None
+            if kind == "logprobs" and isinstance(delta.get("content"), list):
+                entries = (entries or []) + delta["content"]
+            elif kind == "done":
+                return entries, delta
+            elif kind != "text":
+                raise AerixError("engine", f"engine failed: the model yielded {delta!r} out of protocol")
+
+
+async def aside(read: Awaitable[T], abort: Abort, what: str) -> T | None:
+    """``read`` (a request apart from a run) with its errors named as a run names them: ``abort``
+    (the signal, or a timeout that aborts it: ``<what> was aborted`` without a reason), anything
+    else the model raises an ``engine`` error; ``None`` where it was stopped."""
+    try:
+        return await read
+    except StepInterrupted:
+        pass
+    except AerixError:
+        if not abort.aborted:
+            raise
+    except Exception as e:
+        if not abort.aborted:
+            raise AerixError("engine", f"engine failed: {describe(e)}") from e
+    raise AerixError("abort", abort.reason or f"{what} was aborted")
 
 
 def usage_of(done: dict[str, Any]) -> Usage | None:

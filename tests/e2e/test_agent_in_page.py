@@ -162,6 +162,8 @@ def test_a_prefilled_agent_s_first_run_reads_only_its_question(booted):
     read, first = warm["read"], warm["first"]
     assert read["promptTokens"] > 100 and read["cachedTokens"] < 10, read  # the engine read the system message
     assert len(warm["messages"]) == 1  # the conversation is as it was
-    assert first["cachedTokens"] >= read["promptTokens"] - 4, (read, first)  # the run read only what is new
-    assert first["promptTokens"] - first["cachedTokens"] < 40
+    # the run read only what is new: its question, and the turn's opening where it differs from the
+    # prefill's (`<|im_start|>user` for `<|im_start|>assistant`; a few tokens more on the tiny model's tokenizer)
+    assert first["cachedTokens"] >= 0.95 * read["promptTokens"], (read, first)
+    assert first["promptTokens"] - first["cachedTokens"] < 0.1 * first["promptTokens"], first
     assert cold["first"]["cachedTokens"] < 10 and cold["first"]["promptTokens"] - cold["first"]["cachedTokens"] > 100

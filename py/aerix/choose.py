@@ -38,10 +38,9 @@ alternatives is ``output``; the signal or the agent's ``Limits.timeout_s`` stopp
 
 from __future__ import annotations
 
-import asyncio
 import math
 import re
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any, Awaitable, Sequence
 
 from .abort import Abort
 from .errors import AerixError
@@ -70,20 +69,16 @@ async def choose(agent: Agent, question: str, options: Sequence[str], signal: An
     """``agent.choose``: see the module docstring."""
     labels = _check(question, options, top_logprobs)
     messages = choice_messages(agent.instructions, question, options)
-    abort = Abort.following(signal)
     timeout = agent.limits.timeout_s
-    timer = None if timeout is None else asyncio.get_running_loop().call_later(timeout, abort.abort, f"choose ran past the agent's timeout_s ({timeout:g} s)")
-    request = {
-        "max_tokens": MAX_TOKENS, "constraint": {"type": "string", "enum": list(labels)}, "signal": abort, "generation": dict(agent.generation),
-        "time_left_s": timeout, "top_logprobs": top_logprobs,
-    }
-    try:
-        got = await aside(read_aside(agent.model, messages, request, abort), abort, "choose")
-    finally:
-        if timer is not None:
-            timer.cancel()
-        abort.close()
-    entries, done = got or (None, None)
+
+    def read(abort: Abort) -> Awaitable[tuple[list[Any] | None, dict[str, Any] | None]]:
+        request = {
+            "max_tokens": MAX_TOKENS, "constraint": {"type": "string", "enum": list(labels)}, "signal": abort, "generation": dict(agent.generation),
+            "time_left_s": timeout, "top_logprobs": top_logprobs,
+        }
+        return read_aside(agent.model, messages, request, abort)
+
+    entries, done = await aside(read, signal, timeout, "choose")
     if done is None:
         raise AerixError("engine", "engine failed: the model's stream ended without a done item")
     if entries is None:

@@ -408,7 +408,7 @@ def fit_result(loop: Loop, result: Result, chars: int | None) -> Result:
         done = [(r.id, r.tool, r.text) for r in pending.results]
 
         def fits(shown: str) -> bool:
-            message = neutralise(results_message([*done, (result.id, result.tool, shown)], pending.note, loop.agent.turn_format.results == "compact"))
+            message = neutralise(results_message([*done, (result.id, result.tool, shown)], pending.note, loop.agent.turn_format))
             return fixed + estimate([{"content": message}], _rate(conv)) <= window
 
         if not fits(cut):

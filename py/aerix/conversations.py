@@ -38,6 +38,7 @@ from .errors import AerixError
 from .handoffs import active_agent
 from .state import Conversation, Pending
 from .turn import neutralise, results_message
+from .turn_format import TurnFormat
 
 if TYPE_CHECKING:
     from .agent import Agent
@@ -72,7 +73,7 @@ class KeptConversation:
         if record is None:
             conversation = Conversation([{"role": "system", "content": home.system}])
         else:
-            conversation = await self._latest(record, home.turn_format.results == "compact")
+            conversation = await self._latest(record, home.turn_format)
             if conversation.agent is not None and active_agent(home, conversation) is None:
                 raise AerixError("options", f"conversation {self.id!r} was handed to the agent {conversation.agent!r}, which the handoffs of {home.name!r} do not reach (or it has other instructions or tools)")
             if active_agent(home, conversation) is None:
@@ -86,7 +87,7 @@ class KeptConversation:
         await use_store("put_state", lambda: self.store.put_state(self.key, record))
         self.loaded = True
 
-    async def _latest(self, record: dict[str, Any], compact: bool = False) -> Conversation:
+    async def _latest(self, record: dict[str, Any], turn_format: TurnFormat) -> Conversation:
         why = _unreadable(record)
         if why is not None:
             raise AerixError("store", f"conversation {self.id!r} does not read: {why}")
@@ -101,15 +102,15 @@ class KeptConversation:
         conversation = Conversation.from_dict(checkpoint)
         pending = checkpoint.get("pending")
         if pending is not None and pending.get("final") is None:
-            _close(conversation, Pending.from_dict(pending), compact)
+            _close(conversation, Pending.from_dict(pending), turn_format)
         return conversation
 
 
-def _close(conversation: Conversation, pending: Pending, compact: bool = False) -> None:
+def _close(conversation: Conversation, pending: Pending, turn_format: TurnFormat) -> None:
     """Feed back the results of a turn its run did not finish: those it had, ``cancelled`` for the rest."""
     done = [(r.id, r.tool, r.text) for r in pending.results]
     left = [(c.id, c.tool, "cancelled: the run stopped before this call ran (resuming the run still can)") for c in pending.calls_left]
-    conversation.add("user", results_message(done + left, pending.note, compact))
+    conversation.add("user", results_message(done + left, pending.note, turn_format))
 
 
 def _unreadable(record: dict[str, Any]) -> str | None:

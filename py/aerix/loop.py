@@ -380,7 +380,7 @@ class Loop:
         assert pending is not None
         closed = [(done or {}).get(c.id) or Result(c.id, c.tool, f"cancelled: {why}", True) for c in pending.calls_left]
         pending.results.extend(closed)
-        self.conversation.add("user", pending.results_message(self.agent.turn_format.results == "compact"))
+        self.conversation.add("user", pending.results_message(self.agent.turn_format))
         self.state.pending = None
         return closed
 

@@ -111,7 +111,7 @@ class PageAgent:
         usage = await self.agent.prefill(signal)
         if usage is None:
             return None
-        return {"promptTokens": usage.get("prompt_tokens", 0), "cachedTokens": usage.get("cached_tokens", 0), "completionTokens": usage.get("completion_tokens", 0)}
+        return {_EVENT_KEYS[k]: usage.get(k, 0) for k in ("prompt_tokens", "cached_tokens", "completion_tokens")}
 
     @js_facing
     async def artifact(self, artifact_id: str) -> dict[str, Any] | None:

@@ -205,7 +205,7 @@ async def run_calls(loop: Loop, pending: Pending) -> AsyncGenerator[Event, None]
             a = w.approval
             loop.stop = Waiting(loop.book.run_id or "", a["id"], a["title"], a["body"])
             return
-    loop.conversation.add("user", pending.results_message(loop.agent.turn_format.results == "compact"))
+    loop.conversation.add("user", pending.results_message(loop.agent.turn_format))
     loop.state.pending = None
     await loop.checkpoint()
 

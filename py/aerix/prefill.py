@@ -28,7 +28,6 @@ as it was.
 
 from __future__ import annotations
 
-import asyncio
 import inspect
 from typing import TYPE_CHECKING, Any
 
@@ -44,26 +43,17 @@ __all__ = ["prefill"]
 
 async def prefill(agent: Agent, signal: Any = None) -> dict[str, int] | None:
     """``agent.prefill``: see the module docstring."""
-    messages = agent.messages
-    abort = Abort.following(signal)
-    timeout = agent.limits.timeout_s
-    timer = None if timeout is None else asyncio.get_running_loop().call_later(timeout, abort.abort, f"prefill ran past the agent's timeout_s ({timeout:g} s)")
-    request = {"max_tokens": 1, "constraint": None, "signal": abort, "generation": dict(agent.generation), "time_left_s": timeout}
-    try:
-        return await _read(agent.model, messages, request, abort)
-    finally:
-        if timer is not None:
-            timer.cancel()
-        abort.close()
+    messages, model, timeout = agent.messages, agent.model, agent.limits.timeout_s
 
+    async def read(abort: Abort) -> Any:
+        request = {"max_tokens": 1, "constraint": None, "signal": abort, "generation": dict(agent.generation), "time_left_s": timeout}
+        own = getattr(model, "prefill", None)
+        if callable(own):
+            return await until_aborted(_awaited(own(messages, request)), abort)
+        _, done = await read_aside(model, messages, request, abort)
+        return None if done is None else done.get("usage")
 
-async def _read(model: Any, messages: list[dict[str, str]], request: dict[str, Any], abort: Abort) -> dict[str, int] | None:
-    own = getattr(model, "prefill", None)
-    if callable(own):
-        usage = await aside(until_aborted(_awaited(own(messages, request)), abort), abort, "prefill")
-    else:
-        _, done = await aside(read_aside(model, messages, request, abort), abort, "prefill") or (None, None)
-        usage = None if done is None else done.get("usage")
+    usage = await aside(read, signal, timeout, "prefill")
     return dict(usage) if isinstance(usage, dict) else None
 
 

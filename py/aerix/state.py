@@ -14,6 +14,7 @@ from typing import Any
 
 from .events import Call, Result, Turn
 from .turn import neutralise, results_message
+from .turn_format import TurnFormat
 
 __all__ = ["CallsSeen", "Conversation", "LoopState", "Measured", "Pending", "utf8_size"]
 
@@ -116,8 +117,8 @@ class Pending:
     def calls_left(self) -> tuple[Call, ...]:
         return self.turn.calls[len(self.results) :]
 
-    def results_message(self, compact: bool = False) -> str:
-        return results_message([(r.id, r.tool, r.text) for r in self.results], self.note, compact)
+    def results_message(self, turn_format: TurnFormat | None = None) -> str:
+        return results_message([(r.id, r.tool, r.text) for r in self.results], self.note, turn_format)
 
     def to_dict(self) -> dict[str, Any]:
         return {

@@ -75,12 +75,15 @@ async def read_aside(model: Any, messages: list[dict[str, str]], request: dict[s
                 raise AerixError("engine", f"engine failed: the model yielded {delta!r} out of protocol")
 
 
-async def aside(read: Awaitable[T], abort: Abort, what: str) -> T | None:
-    """``read`` (a request apart from a run) with its errors named as a run names them: ``abort``
-    (the signal, or a timeout that aborts it: ``<what> was aborted`` without a reason), anything
-    else the model raises an ``engine`` error; ``None`` where it was stopped."""
+async def aside(read: Callable[[Abort], Awaitable[T]], signal: Any, timeout_s: float | None, what: str) -> T:
+    """A request apart from a run (``what``: ``choose``, ``prefill``): ``read(abort)`` under an
+    ``Abort`` that follows ``signal`` and aborts after ``timeout_s`` (the agent's
+    ``Limits.timeout_s``), with its errors named as a run names them: ``abort`` when it was
+    stopped, anything else the model raises an ``engine`` error."""
+    abort = Abort.following(signal)
+    timer = None if timeout_s is None else asyncio.get_running_loop().call_later(timeout_s, abort.abort, f"{what} ran past the agent's timeout_s ({timeout_s:g} s)")
     try:
-        return await read
+        return await read(abort)
     except StepInterrupted:
         pass
     except AerixError:
@@ -89,6 +92,10 @@ async def aside(read: Awaitable[T], abort: Abort, what: str) -> T | None:
     except Exception as e:
         if not abort.aborted:
             raise AerixError("engine", f"engine failed: {describe(e)}") from e
+    finally:
+        if timer is not None:
+            timer.cancel()
+        abort.close()
     raise AerixError("abort", abort.reason or f"{what} was aborted")
 
 

@@ -267,11 +267,11 @@ def _template(name: str) -> Any:
     return env.from_string(files("aerix").joinpath(name).read_text(encoding="utf-8"))
 
 
-def results_message(results: Sequence[tuple[str, str, str]], note: str | None = None, compact: bool = False) -> str:
+def results_message(results: Sequence[tuple[str, str, str]], note: str | None = None, turn_format: TurnFormat | None = None) -> str:
     """The user message that carries a turn's results back: one JSON object, in call order;
-    ``note`` (the calls a turn dropped, :func:`aerix.turn_format.dropped_note`) after them.
-    ``compact`` (``TurnFormat(results="compact")``): each result without its call's id."""
-    if compact:
+    ``note`` (the calls a turn dropped, :func:`aerix.turn_format.dropped_note`) after them. With
+    ``turn_format`` ``results="compact"``, each result without its call's id."""
+    if TurnFormat.of(turn_format).results == "compact":
         body: dict[str, Any] = {"results": [{"tool": t, "result": text} for _, t, text in results]}
     else:
         body = {"results": [{"id": i, "tool": t, "result": text} for i, t, text in results]}

@@ -30,19 +30,27 @@ from aerix import Agent
 from aerix.testing import ScriptedModel
 from build.models import IM_END, IM_START, chatml
 
-from .domains import EXTRA_FROM_SEED
+from .domains import EXTRA_FROM_SEED, MORE_FROM_SEED
 from .families import REWORD_FROM_SEED, Family, Runtime, aerix_tools, make_families
 from .tasks import MIX, Task, make_task
-from .values import big_numbers, unit_words
+from .values import big_numbers, said_whole, unit_words
 
-__all__ = ["SEED", "SEEDS", "MIXES", "SPLITS", "INSTRUCTIONS", "Teacher", "converse", "render", "generate", "main"]
+__all__ = ["SEED", "SEEDS", "MIXES", "DOMAIN_WEIGHTS", "SPLITS", "INSTRUCTIONS", "Teacher", "converse", "render", "generate", "main"]
 
 SEED = 1  # the default seed: run A's corpus
 SEEDS = (1, 2, 4, 5)  # the corpora the committed adapter was trained on: run A's, run B's, run D's, run E's (TRAINING.md)
 # a seed's kinds' shares where they are not tasks.MIX: run C's corpus has fewer near misses (run B
-# refused requests that reach a tool indirectly) and more calls of several tools
+# refused requests that reach a tool indirectly) and more calls of several tools; run F's fewer near
+# misses and more single calls (a third of run E's misses on the demo's tasks were refusals of
+# plain requests: "What's it like outside in Kano?")
 MIXES = {3: {"single": 0.22, "parallel": 0.16, "multiple": 0.19, "irrelevant": 0.11, "near_miss": 0.07, "error": 0.09,
+             "two_requests": 0.16},
+         6: {"single": 0.25, "parallel": 0.13, "multiple": 0.15, "irrelevant": 0.12, "near_miss": 0.09, "error": 0.10,
              "two_requests": 0.16}}
+# a seed's domains drawn more often than the others (a family's weight; 1 where not named): run F's
+# corpus draws the domains of its additions (conversions asked for whole, the memo tools) more often,
+# so a 400-step run sees them some hundred times rather than some tens
+DOMAIN_WEIGHTS = {6: {"units": 3.0, "calendar": 2.0, "messaging": 2.0}}
 SPLITS = {"train": 0.90, "val_family": 0.05, "val_phrasing": 0.05}
 INSTRUCTIONS_SHARE = 0.4  # conversations whose agent has instructions (BFCL's have none)
 INSTRUCTIONS = ("You are a helpful assistant.", "Use the tools when they fit; otherwise answer directly.",
@@ -183,12 +191,16 @@ def generate(seed: int, count: int, mix: dict[str, float] | None = None, splits:
     teacher, loop = Teacher(), asyncio.new_event_loop()
     out: list[dict[str, Any]] = []
     try:
-        with big_numbers(seed >= REWORD_FROM_SEED), unit_words(seed >= EXTRA_FROM_SEED):
+        with big_numbers(seed >= REWORD_FROM_SEED), unit_words(seed >= EXTRA_FROM_SEED), said_whole(seed >= MORE_FROM_SEED):
             while len(out) < count:
                 split, kind = _pick(rng, splits), _pick(rng, mix)
                 task = None
                 while task is None:  # a kind the family cannot have (a multiple of one tool): another family
-                    family = rng.choice(pools["val_family" if split == "val_family" else "train"])
+                    pool = pools["val_family" if split == "val_family" else "train"]
+                    if seed in DOMAIN_WEIGHTS:
+                        family = rng.choices(pool, [DOMAIN_WEIGHTS[seed].get(f.domain, 1.0) for f in pool])[0]
+                    else:
+                        family = rng.choice(pool)
                     task = make_task(rng, family, kind, val_phrasing=split == "val_phrasing")
                 instructions, at = None, "first"
                 if rng.random() < INSTRUCTIONS_SHARE:

@@ -223,6 +223,9 @@ calculate_expression | do: work out; compute; do the sum; tally up; crunch the n
 local_time | do: tell me the hour; check the clock; find out what o'clock it is; see how late it is | obj: the hour right now; the clock reading; what o'clock it is | ask: what hour is it; what's the hour; how late is it; what o'clock is it
 convert_distance | do: change a length; turn a length; express how far something is | obj: the equivalent length of; how long a stretch is | ask: how long is; how far is
 convert_weight | do: change a mass; turn a mass; express how heavy something is | obj: the mass of; how heavy something is | ask: how heavy is; what's the mass of
+# run F's specs (domains.MORE)
+add_memo | do: jot down; write down; note down; make a note; put this in my notes; keep a note; remember for me | ask: can you jot down; could you note down; will you write down
+post_status | do: share on my feed; tell my followers; put this on my wall; put up a note on my profile | ask: can you share on my feed; could you tell my followers
 """
 
 

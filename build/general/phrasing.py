@@ -30,6 +30,20 @@ ASK_FRAMES = (
     "{X}?", "{X}?", "Quick question: {x}?", "Hey, {x}?", "So {x}?", "{X}? Thanks.", "{x}?", "Um, {x}?",
     "Just wondering, {x}?", "{X}", "Tell me, {x}?", "{X} right now?", "Do you happen to know, {x}?",
 )
+# a conversion asked for whole (run F's seed on, tasks.py): {v} the value, {a} its unit, {b} the unit wanted
+CONVERT_FRAMES = (
+    "Convert {v} {a} to {b}.", "{v} {a} to {b}?", "{v} {a} in {b}?", "What is {v} {a} in {b}?", "What's {v} {a} in {b}?",
+    "How many {b} is {v} {a}?", "How many {b} are in {v} {a}?", "How many {b} make {v} {a}?", "Change {v} {a} into {b}, please.",
+    "Express {v} {a} in {b}.", "Turn {v} {a} into {b}.", "I need {v} {a} converted to {b}.", "{v} {a} is how many {b}?",
+    "Give me {v} {a} as {b}.", "Can you put {v} {a} into {b}?", "What does {v} {a} come to in {b}?", "{v} {a} expressed in {b}, please.",
+    "I have {v} {a}. How much is that in {b}?", "Could you convert {v} {a} into {b}?", "From {a} to {b}: {v}.", "{v} {a} => {b}",
+    "If something is {v} {a}, what is it in {b}?", "Switch {v} {a} over to {b}.", "{v} {a}, in {b} please.",
+)
+# the same as a clause of a request for two things (MULTI_FRAMES' {x1}, {x2})
+CONVERT_CLAUSES = (
+    "convert {v} {a} to {b}", "turn {v} {a} into {b}", "change {v} {a} to {b}", "express {v} {a} in {b}", "put {v} {a} into {b}",
+    "work out {v} {a} in {b}", "tell me how many {b} are in {v} {a}", "give me {v} {a} in {b}", "switch {v} {a} to {b}",
+)
 MULTI_FRAMES = (
     "{X1}, and {x2}.", "{X1}. Also, {x2}.", "First {x1}, then {x2}.", "Can you {x1} and {x2}?", "I need two things: {x1}, and {x2}.",
     "{X1}; {x2}.", "Please {x1}, and after that {x2}.", "{X1} and also {x2}.", "Two jobs: {x1}. And {x2}.",

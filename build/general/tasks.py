@@ -23,7 +23,7 @@ from . import heads
 from . import phrasing as ph
 from .domains import DOMAINS, HELD_OUT, MENTIONS
 from .families import Family, Param, ToolSpec, _protos, _spec
-from .values import KINDS, Value, join_words, units_apart
+from .values import KINDS, Value, conversions_whole, join_words, units_apart
 
 __all__ = ["Call", "Task", "MIX", "make_task", "ERRORS"]
 
@@ -107,7 +107,8 @@ def _values(rng: random.Random, spec: ToolSpec) -> list[tuple[Param, Value]]:
 
 def _phrase(rng: random.Random, head: str, named: list[tuple[Param, Value]]) -> str:
     texts = [p for p, _ in named if p.kind == "text"]
-    return " ".join([head] + [_mention(rng, p, v, not texts or p is texts[0]) for p, v in named])
+    out = " ".join([head] + [_mention(rng, p, v, not texts or p is texts[0]) for p, v in named])
+    return out.replace(" : ", ": ") if any(p.kind == "memo" for p, _ in named) else out  # "jot down: call mum"
 
 
 def _input(named: list[tuple[Param, Value]]) -> dict[str, Any]:
@@ -136,9 +137,42 @@ def _request(rng: random.Random, spec: ToolSpec, named: list[tuple[Param, Value]
     return ph.fill(ph.dress(rng, frame), x=_phrase(rng, head, named)), frame, head if other else ""
 
 
+def _conversion(spec: ToolSpec) -> tuple[Param, Param, Param] | None:
+    """(the value, its unit, the unit wanted) of a spec that converts a number between two enum units."""
+    by = {p.base: p for p in spec.params}
+    value = next((p for p in spec.params if p.required and p.kind in ("num", "int")), None)
+    for target, source in PAIRS.items():
+        if value and target in by and source in by and by[target].kind == by[source].kind == "enum":
+            return value, by[source], by[target]
+    return None
+
+
+WHOLE_SHARE = 0.7  # of the conversions from run F's seed on
+
+
+def _whole(rng: random.Random, spec: ToolSpec, named: list[tuple[Param, Value]], val: bool,
+           frames: tuple[str, ...] = ph.CONVERT_FRAMES) -> tuple[str, str] | None:
+    """``WHOLE_SHARE`` of the conversions from run F's seed on, asked for whole: "Express 88.3 meter
+    in cm." (run E read the unit next to the target as the source, and copied the target into both
+    fields): (the request, its frame), or None. With ``ph.CONVERT_CLAUSES``: a clause, undressed."""
+    conv = _conversion(spec) if conversions_whole() else None
+    if conv is None or {p for p, _ in named} != set(conv) or rng.random() >= WHOLE_SHARE:
+        return None
+    said = {p.name: v.said for p, v in named}
+    value, source, target = conv
+    frame = rng.choice(ph.frames(frames, val))
+    text = ph.fill(frame, v=said[value.name], a=said[source.name], b=said[target.name])
+    if frames is ph.CONVERT_CLAUSES:
+        return text, frame
+    return ph.dress(rng, text[:1].upper() + text[1:]), frame
+
+
 def _single(rng: random.Random, family: Family, val: bool) -> Task:
     spec = rng.choice(family.tools)
     named = _values(rng, spec)
+    whole = _whole(rng, spec, named, val)
+    if whole:
+        return Task("single", whole[0], [Call(spec.name, _input(named), [v for _, v in named])], frame=whole[1])
     prompt, frame, head = _request(rng, spec, named, val, family.reworded)
     return Task("single", prompt, [Call(spec.name, _input(named), [v for _, v in named])], frame=frame, head=head)
 
@@ -186,9 +220,10 @@ def _multiple(rng: random.Random, family: Family, val: bool) -> Task | None:
     parts, calls, worded = [], [], []
     for spec in specs:
         named = _values(rng, spec)
-        other = _reworded(rng, spec, val, family.reworded, ("do",))
+        whole = _whole(rng, spec, named, val, ph.CONVERT_CLAUSES)
+        other = None if whole else _reworded(rng, spec, val, family.reworded, ("do",))
         head = other[1] if other else ""
-        parts.append(_phrase(rng, head or spec.do, named))
+        parts.append(whole[0] if whole else _phrase(rng, head or spec.do, named))
         worded.append(head)
         calls.append(Call(spec.name, _input(named), [v for _, v in named]))
     frame = rng.choice(ph.frames(ph.MULTI_FRAMES, val))

@@ -20,7 +20,8 @@ from build.model.worlds import TRAIN
 
 from . import lists
 
-__all__ = ["Kind", "KINDS", "Value", "spoken", "join_words", "plural", "big_numbers", "unit_words", "units_apart", "UNIT_WORDS"]
+__all__ = ["Kind", "KINDS", "Value", "spoken", "join_words", "plural", "big_numbers", "unit_words", "units_apart", "UNIT_WORDS",
+           "conversions_whole", "said_whole", "MORE_UNIT_WORDS"]
 
 # Numbers as people write large ones: "$250,000", "250k", "1.5 million euros", "12,400" (run C read
 # "$200,000" as 200). On for the corpora from run D's seed (corpus.generate); off, values are drawn
@@ -63,6 +64,28 @@ def units_apart() -> bool:
 
 def unit_words(on: bool) -> AbstractContextManager[None]:
     return _switched(_UNITS, on)
+
+
+# From run F's seed: a conversion said whole, as people say one ("88.3 meter in cm", "how many feet
+# is 45.19 m": run E took the unit next to its target for the source, tasks.py), and units in the
+# singular too. Off, requests are drawn as runs A-E had them.
+_WHOLE = {"on": False}
+MORE_UNIT_WORDS: dict[str, tuple[str, ...]] = {
+    "mm": ("millimeter",), "cm": ("centimeter", "centimetre"), "m": ("meter", "metre"), "km": ("kilometer", "kilometre"),
+    "in": ("inch",), "ft": ("foot",), "mi": ("mile",), "yd": ("yard",), "ml": ("milliliter",), "l": ("liter", "litre"),
+    "gallon": ("US gallons",), "kg": ("kilogram", "kilo"), "lb": ("pound",), "g": ("gram",), "oz": ("ounce",),
+    "celsius": ("degrees Celsius", "Celsius"), "fahrenheit": ("degrees Fahrenheit", "Fahrenheit"), "kelvin": ("kelvins",),
+    "GB": ("gigabyte",), "MB": ("megabyte",),
+}
+
+
+def conversions_whole() -> bool:
+    """Whether a conversion may be asked for whole ("12 kg in pounds"), with :func:`said_whole`."""
+    return _WHOLE["on"]
+
+
+def said_whole(on: bool) -> AbstractContextManager[None]:
+    return _switched(_WHOLE, on)
 
 
 @dataclass(frozen=True)
@@ -248,7 +271,7 @@ def _enum_draw(rng: random.Random, args: list[str]) -> Value:
     v = rng.choice(args[0].split(","))
     shown = v.replace("_", " ")
     if _UNITS["on"] and v in UNIT_WORDS and rng.random() < 0.6:
-        said = rng.choice(UNIT_WORDS[v])
+        said = rng.choice(UNIT_WORDS[v] + (MORE_UNIT_WORDS.get(v, ()) if _WHOLE["on"] else ()))
         return Value(v, said, said)
     return Value(v, shown, shown)
 
@@ -276,6 +299,30 @@ def _expr(rng: random.Random, args: list[str]) -> Value:
         return Value(f"({a} {op} {b}) {op2} {c}", said, said)
     said = f"{number_text(rng, a, 0.2)} {word} {number_text(rng, b, 0.2)}"
     return Value(f"{a} {op} {b}", said, said)
+
+
+# a memo in the user's own words (run F's add_memo, post_status): an errand, or a fact to keep
+_MEMO_DO = ("call", "email", "pay", "book", "pick up", "buy", "return", "renew", "water", "charge", "fix", "cancel", "bring",
+            "collect", "plan", "check on", "text", "thank", "clean", "order", "send", "visit", "drop off", "sort out")
+_MEMO_WHAT = ("the plumber", "the dentist", "mum", "the landlord", "the car insurance", "the library books", "the parcel",
+              "the plants", "the gym membership", "milk and eggs", "the electricity bill", "the kids", "the spare key",
+              "the birthday cake", "the team", "the tickets", "the laptop", "the garage", "the printer ink", "the rent",
+              "the bike", "the passport photos", "grandpa", "the vet", "the neighbours", "the contract", "the bank")
+_MEMO_WHEN = ("", "", "", "on Friday", "by Thursday", "at noon", "next week", "tomorrow morning", "before 6 pm", "after lunch",
+              "this weekend", "on the 14th", "tonight", "first thing Monday")
+_MEMO_FACTS = ("the gate code is {n}", "the locker number is {n}", "the parking spot is B{m}", "my seat is {m}C",
+               "the wifi password is {w}{n}", "{p}'s birthday is on May {d}", "the meeting room is {m}", "table for {d} at {p}'s",
+               "the spare key is under the {w}", "{p} owes me {m} dollars", "the boiler was serviced in {w}")
+
+
+def _memo(rng: random.Random, args: list[str]) -> Value:
+    if rng.random() < 0.75:
+        v = " ".join(x for x in (rng.choice(_MEMO_DO), rng.choice(_MEMO_WHAT), rng.choice(_MEMO_WHEN)) if x)
+    else:
+        v = rng.choice(_MEMO_FACTS).format(n=rng.randint(1000, 9999), m=rng.randint(2, 99), d=rng.randint(2, 9),
+                                           w=rng.choice(("mat", "pot", "June", "blue", "stone", "March")), p=person(rng).split()[0])
+    said = rng.choice((v, v, f'"{v}"', f"'{v}'"))
+    return Value(v, said, v)
 
 
 def _text(pool_name: str | None, rng: random.Random, args: list[str]) -> Value:
@@ -402,4 +449,5 @@ KINDS: dict[str, Kind] = {
     "email": Kind(lambda a: dict(S), _email, ("to {v}", "for {v}", "{v}")),
     "path": Kind(lambda a: dict(S), _path, ("{v}", "the file {v}", "at {v}")),
     "expr": Kind(lambda a: dict(S), _expr, ("{v}", "of {v}", "for {v}")),
+    "memo": Kind(lambda a: dict(S), _memo, (": {v}", ": {v}", "saying {v}", "- {v}", "that reads {v}", "with the text {v}")),
 }

@@ -1,0 +1,109 @@
+"""Run F's corpus additions (seed 6, build/general): what run E's misses on the demo's tasks showed
+no generated tool taught. Tools that store the user's own words (run E passed "New note: plan the
+contract" to a calculator), conversions asked for whole with the value's unit beside it ("Express
+88.3 meter in cm.": run E took the unit next to its target for the source), units in the
+singular, fewer near misses; the seeds before make their corpora as they did. CPython only (the
+build scripts are not part of the package)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+import re
+from collections import Counter
+
+import pytest
+
+from build.general import corpus, phrasing
+from build.general.domains import MORE, MORE_FROM_SEED
+from build.general.families import make_families
+from build.general.tasks import PAIRS
+from build.general.values import KINDS, MORE_UNIT_WORDS, UNIT_WORDS, said_whole, unit_words
+
+SEED = MORE_FROM_SEED
+COUNT = 3000
+MORE_NAMES = {line.split("|")[0].strip() for text in MORE.values() for line in text.strip().splitlines()}
+
+
+@pytest.fixture(scope="module")
+def records():
+    return corpus.generate(SEED, COUNT)
+
+
+def _requests(record: dict) -> list[str]:
+    return re.findall(r"<\|im_start\|>user\n(.*?)<\|im_end\|>", record["text"], re.S)
+
+
+def test_a_memo_is_passed_as_said_without_its_quotes():
+    rng = random.Random(6)
+    drawn = [KINDS["memo"].draw(rng, []) for _ in range(300)]
+    for v in drawn:
+        assert v.input and v.input == v.input.strip() and v.input[0] not in "\"'" and v.input in v.said, v
+    assert any(v.said != v.input for v in drawn) and len({v.input for v in drawn}) > 150
+
+
+def test_the_added_specs_are_in_run_fs_families_only():
+    def names(seed):
+        return {t.base for f in make_families(seed) for t in f.tools}
+
+    assert MORE_NAMES <= names(SEED)
+    for seed in (1, 2, 3, 4, 5):
+        assert not MORE_NAMES & names(seed), seed
+
+
+def test_a_memo_tool_gets_the_users_words_exactly_as_the_request_has_them(records):
+    memos = 0
+    for r in records:
+        for c in r["calls"]:
+            if c["tool"].replace("_", "").endswith(("addmemo", "poststatus")):
+                text = c["input"].get("content", c["input"].get("body"))
+                assert text and text in _requests(r)[0], (c, _requests(r)[0])
+                memos += 1
+    assert memos > 30
+
+
+def test_conversions_are_asked_for_whole_and_keep_their_two_units_apart(records):
+    frames = set(phrasing.CONVERT_FRAMES)
+    whole = [r for r in records if r["frame"] in frames]
+    assert len(whole) > 30
+    clauses = [re.escape(c).replace(r"\{v\}", ".+").replace(r"\{a\}", ".+").replace(r"\{b\}", ".+") for c in phrasing.CONVERT_CLAUSES]
+    assert sum(r["kind"] == "multiple" and any(re.search(c, _requests(r)[0]) for c in clauses) for r in records) > 10  # in requests for two things too
+    for r in whole:
+        (call,) = r["calls"] if r["kind"] != "two_requests" else r["calls"][:1]
+        given = {k.replace("_", "").lower(): v for k, v in call["input"].items()}
+        pair = next((t.replace("_", ""), s.replace("_", "")) for t, s in PAIRS.items() if t.replace("_", "") in given)
+        assert given[pair[0]] != given[pair[1]], call
+        # the value stands before its unit and nothing says "from": the request's order tells the source
+        request = _requests(r)[0]
+        assert "From" in r["frame"] or not re.search(r"\bfrom\b", request, re.I), request
+
+
+def test_units_may_be_said_in_the_singular_from_run_fs_seed_only():
+    rng = random.Random(6)
+    with unit_words(True), said_whole(True):
+        drawn = [KINDS["enum"].draw(rng, ["km,mi,m,kg,lb,celsius,fahrenheit"]) for _ in range(600)]
+    assert {v.said for v in drawn} & {w for ws in MORE_UNIT_WORDS.values() for w in ws}
+    assert all(v.said in (v.input, *UNIT_WORDS[v.input], *MORE_UNIT_WORDS.get(v.input, ())) for v in drawn)
+    with unit_words(True):
+        assert not {KINDS["enum"].draw(rng, ["km,mi,m"]).said for _ in range(300)} & {w for ws in MORE_UNIT_WORDS.values() for w in ws}
+
+
+def test_run_fs_mix_has_fewer_near_misses_than_run_es(records):
+    counts = Counter(r["kind"] for r in records)
+    assert counts["near_miss"] / COUNT < 0.11 and counts["single"] / COUNT > 0.22
+    assert json.dumps(corpus.MIXES[SEED], sort_keys=True) != json.dumps(corpus.MIXES.get(5, {}), sort_keys=True)
+
+
+# the first 300 conversations of run E's corpus (seed 5), as run E trained on them: their texts' sha256
+RUN_E_FIRST_300 = "e8998948af8e85e4485eee86576a47c5a98718b20d4f520a1376e3c242be75f4"
+
+
+def test_the_seed_before_makes_its_corpus_as_before():
+    before = corpus.generate(5, 300)
+    digest = hashlib.sha256()
+    for r in before:
+        digest.update(r["text"].encode())
+    assert digest.hexdigest() == RUN_E_FIRST_300
+    assert not any(r["frame"] in phrasing.CONVERT_FRAMES for r in before)
+    assert not any(c["tool"].replace("_", "").endswith(("addmemo", "poststatus")) for r in before for c in r["calls"])

@@ -33,7 +33,7 @@ from build.models import IM_END, IM_START, chatml
 from .domains import EXTRA_FROM_SEED, MORE_FROM_SEED
 from .families import REWORD_FROM_SEED, Family, Runtime, aerix_tools, make_families
 from .tasks import MIX, Task, make_task
-from .values import big_numbers, said_whole, unit_words
+from .values import SUMS_FROM_SEED, big_numbers, said_whole, sums_said_more, unit_words
 
 __all__ = ["SEED", "SEEDS", "MIXES", "DOMAIN_WEIGHTS", "SPLITS", "INSTRUCTIONS", "Teacher", "converse", "render", "generate", "main"]
 
@@ -47,10 +47,12 @@ MIXES = {3: {"single": 0.22, "parallel": 0.16, "multiple": 0.19, "irrelevant": 0
              "two_requests": 0.16},
          6: {"single": 0.25, "parallel": 0.13, "multiple": 0.15, "irrelevant": 0.12, "near_miss": 0.09, "error": 0.10,
              "two_requests": 0.16}}
+MIXES[7] = MIXES[6]
 # a seed's domains drawn more often than the others (a family's weight; 1 where not named): run F's
 # corpus draws the domains of its additions (conversions asked for whole, the memo tools) more often,
 # so a 400-step run sees them some hundred times rather than some tens
-DOMAIN_WEIGHTS = {6: {"units": 3.0, "calendar": 2.0, "messaging": 2.0}}
+# (run G's: the math domain's expression tool, its sums said with "and" and its divisions by zero, too)
+DOMAIN_WEIGHTS = {6: {"units": 3.0, "calendar": 2.0, "messaging": 2.0}, 7: {"units": 2.0, "calendar": 1.5, "messaging": 1.5, "math": 3.0}}
 SPLITS = {"train": 0.90, "val_family": 0.05, "val_phrasing": 0.05}
 INSTRUCTIONS_SHARE = 0.4  # conversations whose agent has instructions (BFCL's have none)
 INSTRUCTIONS = ("You are a helpful assistant.", "Use the tools when they fit; otherwise answer directly.",
@@ -191,7 +193,8 @@ def generate(seed: int, count: int, mix: dict[str, float] | None = None, splits:
     teacher, loop = Teacher(), asyncio.new_event_loop()
     out: list[dict[str, Any]] = []
     try:
-        with big_numbers(seed >= REWORD_FROM_SEED), unit_words(seed >= EXTRA_FROM_SEED), said_whole(seed >= MORE_FROM_SEED):
+        with big_numbers(seed >= REWORD_FROM_SEED), unit_words(seed >= EXTRA_FROM_SEED), said_whole(seed >= MORE_FROM_SEED), \
+                sums_said_more(seed >= SUMS_FROM_SEED):
             while len(out) < count:
                 split, kind = _pick(rng, splits), _pick(rng, mix)
                 task = None

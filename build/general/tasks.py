@@ -23,7 +23,7 @@ from . import heads
 from . import phrasing as ph
 from .domains import DOMAINS, HELD_OUT, MENTIONS
 from .families import Family, Param, ToolSpec, _protos, _spec
-from .values import KINDS, Value, conversions_whole, join_words, units_apart
+from .values import KINDS, Value, conversions_whole, join_words, sums_more, units_apart, zero_division
 
 __all__ = ["Call", "Task", "MIX", "make_task", "ERRORS"]
 
@@ -260,7 +260,25 @@ def _irrelevant(rng: random.Random, family: Family, val: bool) -> Task:
     return Task("irrelevant", prompt, reply=reply.replace("{c2}", "only " + c).replace("{c}", c), frame=frame, head=head)
 
 
+ZERO_ERRORS = ("division by zero", "cannot divide by zero", "the divisor is zero", "float division by zero")
+
+
+def _zero(rng: random.Random, family: Family, val: bool) -> Task | None:
+    """From run G's seed, most errors of a family with an expression tool: a division by zero,
+    called as asked, answered with the calculator's error (run F refused "What does 563 / 0 come to?")."""
+    spec = next((t for t in family.tools if t.base == "calculate_expression"), None) if sums_more() else None
+    if spec is None or rng.random() >= 0.8:
+        return None
+    named = [(spec.params[0], zero_division(rng))]
+    prompt, frame, head = _request(rng, spec, named, val, family.reworded)
+    return Task("error", prompt, [Call(spec.name, _input(named), [named[0][1]])], fail={spec.name: rng.choice(ZERO_ERRORS)},
+                frame=frame, head=head)
+
+
 def _error(rng: random.Random, family: Family, val: bool) -> Task:
+    zero = _zero(rng, family, val)
+    if zero:
+        return zero
     task = _single(rng, family, val)
     call = task.calls[0]
     spec = family.tool(call.tool)

@@ -21,7 +21,7 @@ from build.model.worlds import TRAIN
 from . import lists
 
 __all__ = ["Kind", "KINDS", "Value", "spoken", "join_words", "plural", "big_numbers", "unit_words", "units_apart", "UNIT_WORDS",
-           "conversions_whole", "said_whole", "MORE_UNIT_WORDS"]
+           "conversions_whole", "said_whole", "MORE_UNIT_WORDS", "sums_more", "sums_said_more", "zero_division", "SUMS_FROM_SEED"]
 
 # Numbers as people write large ones: "$250,000", "250k", "1.5 million euros", "12,400" (run C read
 # "$200,000" as 200). On for the corpora from run D's seed (corpus.generate); off, values are drawn
@@ -281,6 +281,28 @@ _OPS = {"+": ("plus", "+", "added to"), "-": ("minus", "-", "take away", "less")
         "/": ("divided by", "/", "over")}
 
 
+# From run G's seed: sums said with "and" ("48.9 and 28", "the sum of 9 and 522") and divisions by
+# zero, which a calculator answers with an error (tasks._error): run F's misses. Off, expressions are
+# drawn as runs E and F had them.
+SUMS_FROM_SEED = 7
+_SUMS = {"on": False}
+
+
+def sums_more() -> bool:
+    return _SUMS["on"]
+
+
+def sums_said_more(on: bool) -> AbstractContextManager[None]:
+    return _switched(_SUMS, on)
+
+
+def zero_division(rng: random.Random) -> Value:
+    """A division by zero as said ("81 over 0", "563 / 0") and as a calculator takes it."""
+    a = _operand(rng)
+    said = f"{number_text(rng, a, 0.2)} {rng.choice(_OPS['/'])} {rng.choice(('0', '0', 'zero'))}"
+    return Value(f"{a} / 0", said, said)
+
+
 def _operand(rng: random.Random) -> int | float:
     return draw_number(rng, 1, rng.choice((20, 100, 1000, 5000)), rng.random() < 0.7)
 
@@ -293,6 +315,10 @@ def _expr(rng: random.Random, args: list[str]) -> Value:
         return Value(f"{of} * {pct} / 100", said, said)
     a, b, op = _operand(rng), _operand(rng), rng.choice("+-*/")
     word = rng.choice(_OPS[op])
+    if _SUMS["on"] and op == "+" and r >= 0.4 and rng.random() < 0.4:
+        x, y = number_text(rng, a, 0.2), number_text(rng, b, 0.2)
+        said = rng.choice((f"{x} and {y}", f"the sum of {x} and {y}", f"{x} and {y} together", f"{x} and {y} added up"))
+        return Value(f"{a} + {b}", said, said)
     if r < 0.4:  # three numbers: "(a + b) * c" as "a plus b, times c"
         c, op2 = _operand(rng), rng.choice("*/")
         said = f"{a} {word} {b}, {rng.choice(('then', 'all'))} {rng.choice(_OPS[op2][:1] + _OPS[op2][3:])} {c}"

@@ -18,8 +18,8 @@ import pytest
 from build.general import corpus, phrasing
 from build.general.domains import MORE, MORE_FROM_SEED
 from build.general.families import make_families
-from build.general.tasks import PAIRS
-from build.general.values import KINDS, MORE_UNIT_WORDS, UNIT_WORDS, said_whole, unit_words
+from build.general.tasks import PAIRS, ZERO_ERRORS
+from build.general.values import KINDS, MORE_UNIT_WORDS, SUMS_FROM_SEED, UNIT_WORDS, said_whole, sums_said_more, unit_words
 
 SEED = MORE_FROM_SEED
 COUNT = 3000
@@ -95,15 +95,44 @@ def test_run_fs_mix_has_fewer_near_misses_than_run_es(records):
     assert json.dumps(corpus.MIXES[SEED], sort_keys=True) != json.dumps(corpus.MIXES.get(5, {}), sort_keys=True)
 
 
-# the first 300 conversations of run E's corpus (seed 5), as run E trained on them: their texts' sha256
-RUN_E_FIRST_300 = "e8998948af8e85e4485eee86576a47c5a98718b20d4f520a1376e3c242be75f4"
+# the first 300 conversations of run E's and run F's corpora (seeds 5 and 6), as the runs trained on them: their texts' sha256
+FIRST_300 = {5: "e8998948af8e85e4485eee86576a47c5a98718b20d4f520a1376e3c242be75f4",
+             6: "581c0d754ef3f0d69e7a82642d16f26999d520c23846e539f61e70db799a346f"}
 
 
-def test_the_seed_before_makes_its_corpus_as_before():
-    before = corpus.generate(5, 300)
+@pytest.mark.parametrize("seed", sorted(FIRST_300))
+def test_the_seeds_before_make_their_corpora_as_before(seed):
     digest = hashlib.sha256()
-    for r in before:
+    for r in corpus.generate(seed, 300):
         digest.update(r["text"].encode())
-    assert digest.hexdigest() == RUN_E_FIRST_300
+    assert digest.hexdigest() == FIRST_300[seed]
+
+
+def test_run_es_seed_has_none_of_run_fs_additions():
+    before = corpus.generate(5, 600)
     assert not any(r["frame"] in phrasing.CONVERT_FRAMES for r in before)
     assert not any(c["tool"].replace("_", "").endswith(("addmemo", "poststatus")) for r in before for c in r["calls"])
+
+
+# -- run G's seed (7): sums said with "and", divisions by zero answered with the calculator's error --
+
+
+def test_a_division_by_zero_is_called_as_asked_and_its_error_is_what_the_final_says():
+    records = corpus.generate(SUMS_FROM_SEED, 3000)
+    zero = [r for r in records if r["kind"] in ("error", "two_requests") and any(c["input"].get("expression", "").endswith(" / 0") for c in r["calls"])]
+    assert len(zero) >= 3
+    for r in zero:
+        results = re.findall(r'"result": "error: ([^"]+)"', r["text"])
+        after = r["text"].split(f'"result": "error: {results[0]}"', 1)[1] if results else ""
+        assert results[0] in ZERO_ERRORS and f"{results[0]}." in after.split("<|im_start|>assistant", 1)[1], r["text"][-400:]  # the next final says it
+    with said_whole(True):  # the seed before has none
+        assert not any(c["input"].get("expression", "").endswith(" / 0") for r in corpus.generate(6, 600) for c in r["calls"])
+
+
+def test_sums_said_with_and_are_passed_as_additions_only_from_run_gs_seed():
+    rng = random.Random(7)
+    with sums_said_more(True):
+        drawn = [KINDS["expr"].draw(rng, []) for _ in range(600)]
+    anded = [v for v in drawn if re.search(r"\d and \d|\band (\d|[a-z]+-?[a-z]*) (together|added)", v.said) or v.said.startswith("the sum of")]
+    assert len(anded) > 20 and all(re.fullmatch(r"[\d.]+ \+ [\d.]+", v.input) for v in anded)
+    assert not any(v.said.startswith("the sum of") for v in (KINDS["expr"].draw(rng, []) for _ in range(600)))

@@ -51,8 +51,9 @@ MIXES[7] = MIXES[6]
 # a seed's domains drawn more often than the others (a family's weight; 1 where not named): run F's
 # corpus draws the domains of its additions (conversions asked for whole, the memo tools) more often,
 # so a 400-step run sees them some hundred times rather than some tens
-# (run G's: the math domain's expression tool, its sums said with "and" and its divisions by zero, too)
-DOMAIN_WEIGHTS = {6: {"units": 3.0, "calendar": 2.0, "messaging": 2.0}, 7: {"units": 2.0, "calendar": 1.5, "messaging": 1.5, "math": 3.0}}
+# (run G's: the memo tools' domains more again, run F still refused notes, and the math domain's
+# expression tool with its sums said with "and" and its divisions by zero)
+DOMAIN_WEIGHTS = {6: {"units": 3.0, "calendar": 2.0, "messaging": 2.0}, 7: {"units": 3.0, "calendar": 3.0, "messaging": 3.0, "math": 3.0}}
 SPLITS = {"train": 0.90, "val_family": 0.05, "val_phrasing": 0.05}
 INSTRUCTIONS_SHARE = 0.4  # conversations whose agent has instructions (BFCL's have none)
 INSTRUCTIONS = ("You are a helpful assistant.", "Use the tools when they fit; otherwise answer directly.",

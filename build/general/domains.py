@@ -10,7 +10,8 @@ optional, ``name?=D`` optional with a default. A result field is ``name:n:LO:HI`
 
 from __future__ import annotations
 
-__all__ = ["DOMAINS", "EXTRA", "EXTRA_FROM_SEED", "MORE", "MORE_FROM_SEED", "HELD_OUT", "MENTIONS"]
+__all__ = ["DOMAINS", "EXTRA", "EXTRA_FROM_SEED", "MORE", "MORE_FROM_SEED", "FIELDS", "FIELDS_FROM_SEED", "HELD_OUT", "MENTIONS",
+           "FROM_TO_MENTIONS"]
 
 DOMAINS: dict[str, str] = {
     "weather": """
@@ -273,6 +274,20 @@ add_memo | store a memo | | content:memo | memo:id:M-#### stored:w:yes
 post_status | publish a status update | | body:memo visibility?=friends:enum:public,friends,private:visibility | post:id:P-##### published:w:yes
 """,
 }
+
+# From this seed on (run G's corpus), conversions whose fields are named plainly ``from`` and ``to``
+# (run F, on the demo's convert, passed "5 miles to km" as from km to km: no generated tool had
+# fields of those names), temperatures with one-letter scales among them.
+FIELDS_FROM_SEED = 7
+FIELDS: dict[str, str] = {
+    "units": """
+convert_units | convert a measurement | | value:num:0.1:5000: from:enum:km,mi,m,ft,cm,in:unit to:enum:km,mi,m,ft,cm,in:unit | result:f:0.01:90000
+convert_temp | convert a temperature reading | | value:num:-40:250: from:enum:C,F,K:scale to:enum:C,F,K:scale | result:f:-40:500
+convert_mass | convert a mass | | value:num:0.1:2000: from:enum:kg,lb,g,oz:unit to:enum:kg,lb,g,oz:unit | result:f:0.01:90000
+""",
+}
+# their mentions, from that seed on (MENTIONS' keys are the seeds before's: a "to" there would reword send_email's)
+FROM_TO_MENTIONS: dict[str, tuple[str, ...]] = {"from": ("from {v}",), "to": ("to {v}", "into {v}", "in {v}")}
 
 # how a request names a parameter, where its name says more than its kind
 MENTIONS: dict[str, tuple[str, ...]] = {

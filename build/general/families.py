@@ -24,7 +24,7 @@ from aerix import tool
 from aerix.tools import Tool
 
 from . import lists
-from .domains import DOMAINS, EXTRA, EXTRA_FROM_SEED, HELD_OUT, MORE, MORE_FROM_SEED
+from .domains import DOMAINS, EXTRA, EXTRA_FROM_SEED, FIELDS, FIELDS_FROM_SEED, HELD_OUT, MORE, MORE_FROM_SEED
 from .values import KINDS
 
 __all__ = ["Param", "ToolSpec", "Family", "Runtime", "make_families", "aerix_tools", "result_for", "PER_DOMAIN", "VAL_FAMILY_SHARE",
@@ -108,8 +108,10 @@ def _returns(text: str) -> tuple[tuple[str, str, tuple[str, ...]], ...]:
 
 
 def _protos(domain: str, seed: int = 0) -> list[tuple[str, str, str, str, str]]:
-    """A domain's specs, its EXTRA ones after them from ``EXTRA_FROM_SEED`` on, its MORE ones from ``MORE_FROM_SEED`` on."""
-    text = DOMAINS[domain] + (EXTRA.get(domain, "") if seed >= EXTRA_FROM_SEED else "") + (MORE.get(domain, "") if seed >= MORE_FROM_SEED else "")
+    """A domain's specs, then its EXTRA ones from ``EXTRA_FROM_SEED`` on, its MORE ones from
+    ``MORE_FROM_SEED`` on and its FIELDS ones from ``FIELDS_FROM_SEED`` on."""
+    text = (DOMAINS[domain] + (EXTRA.get(domain, "") if seed >= EXTRA_FROM_SEED else "") + (MORE.get(domain, "") if seed >= MORE_FROM_SEED else "")
+            + (FIELDS.get(domain, "") if seed >= FIELDS_FROM_SEED else ""))
     lines = [ln for ln in text.strip().splitlines() if ln.strip()]
     return [tuple(x.strip() for x in ln.split("|", 4)) for ln in lines]  # type: ignore[misc]
 

@@ -225,6 +225,10 @@ convert_distance | do: change a length; turn a length; express how far something
 convert_weight | do: change a mass; turn a mass; express how heavy something is | obj: the mass of; how heavy something is | ask: how heavy is; what's the mass of
 # run F's specs (domains.MORE)
 add_memo | do: jot down; write down; note down; make a note; put this in my notes; keep a note; remember for me | ask: can you jot down; could you note down; will you write down
+# run G's specs (domains.FIELDS)
+convert_units | do: change a length; turn a distance; switch a length; express a distance differently | ask: how long is; how far is
+convert_temp | do: change degrees; turn a thermometer figure; switch how hot something is | ask: how hot is; how warm is
+convert_mass | do: change a weight; turn a weight; express how heavy something is | ask: how heavy is; what does it weigh
 post_status | do: share on my feed; tell my followers; put this on my wall; put up a note on my profile | ask: can you share on my feed; could you tell my followers
 """
 

@@ -21,7 +21,7 @@ from typing import Any
 
 from . import heads
 from . import phrasing as ph
-from .domains import DOMAINS, HELD_OUT, MENTIONS
+from .domains import DOMAINS, FROM_TO_MENTIONS, HELD_OUT, MENTIONS
 from .families import Family, Param, ToolSpec, _protos, _spec
 from .values import KINDS, Value, conversions_whole, join_words, sums_more, units_apart, zero_division
 
@@ -63,6 +63,8 @@ class Task:
 
 def _mention(rng: random.Random, p: Param, v: Value, first_text: bool = True) -> str:
     pool = MENTIONS.get(p.base) or KINDS[p.kind].mentions
+    if p.base in FROM_TO_MENTIONS and p.kind == "enum" and sums_more():  # run G's seed on: "from km", "to miles"
+        pool = FROM_TO_MENTIONS[p.base]
     if not first_text:  # "called X" once a request: a second name goes with its noun
         pool = tuple(m for m in pool if not m.startswith(("called", "named"))) or pool
     if p.kind in ("num",) or (p.kind == "int" and not p.noun):
@@ -77,7 +79,7 @@ def _draw(rng: random.Random, p: Param) -> Value:
 
 
 # a conversion's target and its source: from run E's seed (units_apart) never the same value
-PAIRS = {"to_unit": "from_unit", "target_unit": "source_unit", "to_scale": "from_scale", "to_currency": "from_currency"}
+PAIRS = {"to_unit": "from_unit", "target_unit": "source_unit", "to_scale": "from_scale", "to_currency": "from_currency", "to": "from"}
 
 
 def _partner(named: list[tuple[Param, Value]], p: Param) -> Any:

@@ -76,6 +76,8 @@ MORE_UNIT_WORDS: dict[str, tuple[str, ...]] = {
     "gallon": ("US gallons",), "kg": ("kilogram", "kilo"), "lb": ("pound",), "g": ("gram",), "oz": ("ounce",),
     "celsius": ("degrees Celsius", "Celsius"), "fahrenheit": ("degrees Fahrenheit", "Fahrenheit"), "kelvin": ("kelvins",),
     "GB": ("gigabyte",), "MB": ("megabyte",),
+    # from run G's seed (domains.FIELDS' one-letter scales)
+    "C": ("Celsius", "degrees Celsius", "°C", "degrees C"), "F": ("Fahrenheit", "degrees Fahrenheit", "°F", "degrees F"), "K": ("kelvin", "kelvins"),
 }
 
 
@@ -270,8 +272,8 @@ def _pct(rng: random.Random, args: list[str]) -> Value:
 def _enum_draw(rng: random.Random, args: list[str]) -> Value:
     v = rng.choice(args[0].split(","))
     shown = v.replace("_", " ")
-    if _UNITS["on"] and v in UNIT_WORDS and rng.random() < 0.6:
-        said = rng.choice(UNIT_WORDS[v] + (MORE_UNIT_WORDS.get(v, ()) if _WHOLE["on"] else ()))
+    if _UNITS["on"] and (v in UNIT_WORDS or (_SUMS["on"] and v in MORE_UNIT_WORDS)) and rng.random() < 0.6:
+        said = rng.choice(UNIT_WORDS.get(v, ()) + (MORE_UNIT_WORDS.get(v, ()) if _WHOLE["on"] else ()))
         return Value(v, said, said)
     return Value(v, shown, shown)
 

@@ -136,3 +136,14 @@ def test_sums_said_with_and_are_passed_as_additions_only_from_run_gs_seed():
     anded = [v for v in drawn if re.search(r"\d and \d|\band (\d|[a-z]+-?[a-z]*) (together|added)", v.said) or v.said.startswith("the sum of")]
     assert len(anded) > 20 and all(re.fullmatch(r"[\d.]+ \+ [\d.]+", v.input) for v in anded)
     assert not any(v.said.startswith("the sum of") for v in (KINDS["expr"].draw(rng, []) for _ in range(600)))
+
+
+def test_conversions_with_fields_named_from_and_to_are_asked_for_as_people_ask_from_run_gs_seed():
+    records = corpus.generate(SUMS_FROM_SEED, 3000)
+    plain = [(r, c) for r in records for c in r["calls"] if {"from", "to", "value"} <= set(c["input"])]
+    assert len(plain) > 40
+    for r, c in plain:
+        assert c["input"]["from"] != c["input"]["to"], c
+    said = " ".join(_requests(r)[0] for r, _ in plain)
+    assert "Celsius" in said or "°C" in said or "degrees C" in said
+    assert not any({"from", "to"} <= set(c["input"]) for r in corpus.generate(6, 600) for c in r["calls"])

@@ -190,6 +190,7 @@ def generate(seed: int, count: int, mix: dict[str, float] | None = None, splits:
     mix, splits = mix or MIXES.get(seed, MIX), splits or SPLITS
     families = make_families(seed)
     pools = {"train": [f for f in families if f.split == "train"], "val_family": [f for f in families if f.split == "val_family"]}
+    weights = {name: [DOMAIN_WEIGHTS[seed].get(f.domain, 1.0) for f in pool] for name, pool in pools.items()} if seed in DOMAIN_WEIGHTS else None
     rng = random.Random(seed)
     teacher, loop = Teacher(), asyncio.new_event_loop()
     out: list[dict[str, Any]] = []
@@ -200,11 +201,8 @@ def generate(seed: int, count: int, mix: dict[str, float] | None = None, splits:
                 split, kind = _pick(rng, splits), _pick(rng, mix)
                 task = None
                 while task is None:  # a kind the family cannot have (a multiple of one tool): another family
-                    pool = pools["val_family" if split == "val_family" else "train"]
-                    if seed in DOMAIN_WEIGHTS:
-                        family = rng.choices(pool, [DOMAIN_WEIGHTS[seed].get(f.domain, 1.0) for f in pool])[0]
-                    else:
-                        family = rng.choice(pool)
+                    name = "val_family" if split == "val_family" else "train"
+                    family = rng.choices(pools[name], weights[name])[0] if weights else rng.choice(pools[name])
                     task = make_task(rng, family, kind, val_phrasing=split == "val_phrasing")
                 instructions, at = None, "first"
                 if rng.random() < INSTRUCTIONS_SHARE:

@@ -107,11 +107,13 @@ def _returns(text: str) -> tuple[tuple[str, str, tuple[str, ...]], ...]:
     return tuple(out)
 
 
+# the specs later corpora add, in the order they follow a domain's own: (the first seed, the specs)
+_ADDED = ((EXTRA_FROM_SEED, EXTRA), (MORE_FROM_SEED, MORE), (FIELDS_FROM_SEED, FIELDS))
+
+
 def _protos(domain: str, seed: int = 0) -> list[tuple[str, str, str, str, str]]:
-    """A domain's specs, then its EXTRA ones from ``EXTRA_FROM_SEED`` on, its MORE ones from
-    ``MORE_FROM_SEED`` on and its FIELDS ones from ``FIELDS_FROM_SEED`` on."""
-    text = (DOMAINS[domain] + (EXTRA.get(domain, "") if seed >= EXTRA_FROM_SEED else "") + (MORE.get(domain, "") if seed >= MORE_FROM_SEED else "")
-            + (FIELDS.get(domain, "") if seed >= FIELDS_FROM_SEED else ""))
+    """A domain's specs, then those added from a later seed on (``_ADDED``), once that seed is reached."""
+    text = DOMAINS[domain] + "".join(specs.get(domain, "") for first, specs in _ADDED if seed >= first)
     lines = [ln for ln in text.strip().splitlines() if ln.strip()]
     return [tuple(x.strip() for x in ln.split("|", 4)) for ln in lines]  # type: ignore[misc]
 

@@ -63,7 +63,7 @@ class Task:
 
 def _mention(rng: random.Random, p: Param, v: Value, first_text: bool = True) -> str:
     pool = MENTIONS.get(p.base) or KINDS[p.kind].mentions
-    if p.base in FROM_TO_MENTIONS and p.kind == "enum" and sums_more():  # run G's seed on: "from km", "to miles"
+    if p.base in FROM_TO_MENTIONS and p.kind == "enum":  # domains.FIELDS' units (run G's seed on): "from km", "to miles"
         pool = FROM_TO_MENTIONS[p.base]
     if not first_text:  # "called X" once a request: a second name goes with its noun
         pool = tuple(m for m in pool if not m.startswith(("called", "named"))) or pool
@@ -153,29 +153,27 @@ WHOLE_SHARE = 0.7  # of the conversions from run F's seed on
 
 
 def _whole(rng: random.Random, spec: ToolSpec, named: list[tuple[Param, Value]], val: bool,
-           frames: tuple[str, ...] = ph.CONVERT_FRAMES) -> tuple[str, str] | None:
+           frames: tuple[str, ...]) -> tuple[str, str] | None:
     """``WHOLE_SHARE`` of the conversions from run F's seed on, asked for whole: "Express 88.3 meter
     in cm." (run E read the unit next to the target as the source, and copied the target into both
-    fields): (the request, its frame), or None. With ``ph.CONVERT_CLAUSES``: a clause, undressed."""
+    fields): (the request as ``frames`` word it, undressed; its frame), or None."""
     conv = _conversion(spec) if conversions_whole() else None
     if conv is None or {p for p, _ in named} != set(conv) or rng.random() >= WHOLE_SHARE:
         return None
     said = {p.name: v.said for p, v in named}
     value, source, target = conv
     frame = rng.choice(ph.frames(frames, val))
-    text = ph.fill(frame, v=said[value.name], a=said[source.name], b=said[target.name])
-    if frames is ph.CONVERT_CLAUSES:
-        return text, frame
-    return ph.dress(rng, text[:1].upper() + text[1:]), frame
+    return ph.fill(frame, v=said[value.name], a=said[source.name], b=said[target.name]), frame
 
 
 def _single(rng: random.Random, family: Family, val: bool) -> Task:
     spec = rng.choice(family.tools)
     named = _values(rng, spec)
-    whole = _whole(rng, spec, named, val)
+    whole = _whole(rng, spec, named, val, ph.CONVERT_FRAMES)
     if whole:
-        return Task("single", whole[0], [Call(spec.name, _input(named), [v for _, v in named])], frame=whole[1])
-    prompt, frame, head = _request(rng, spec, named, val, family.reworded)
+        prompt, frame, head = ph.dress(rng, whole[0][:1].upper() + whole[0][1:]), whole[1], ""
+    else:
+        prompt, frame, head = _request(rng, spec, named, val, family.reworded)
     return Task("single", prompt, [Call(spec.name, _input(named), [v for _, v in named])], frame=frame, head=head)
 
 

@@ -272,7 +272,7 @@ def _pct(rng: random.Random, args: list[str]) -> Value:
 def _enum_draw(rng: random.Random, args: list[str]) -> Value:
     v = rng.choice(args[0].split(","))
     shown = v.replace("_", " ")
-    if _UNITS["on"] and (v in UNIT_WORDS or (_SUMS["on"] and v in MORE_UNIT_WORDS)) and rng.random() < 0.6:
+    if _UNITS["on"] and (v in UNIT_WORDS or (_WHOLE["on"] and v in MORE_UNIT_WORDS)) and rng.random() < 0.6:
         said = rng.choice(UNIT_WORDS.get(v, ()) + (MORE_UNIT_WORDS.get(v, ()) if _WHOLE["on"] else ()))
         return Value(v, said, said)
     return Value(v, shown, shown)

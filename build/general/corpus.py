@@ -32,7 +32,8 @@ from build.models import IM_END, IM_START, chatml
 
 from .domains import EXTRA_FROM_SEED, MORE_FROM_SEED
 from .families import REWORD_FROM_SEED, Family, Runtime, aerix_tools, make_families
-from .tasks import MIX, Task, make_task
+from .heads import NEEDS_FROM_SEED, needs
+from .tasks import MIX, PAIRED_FROM_SEED, Task, make_task, paired
 from .values import SUMS_FROM_SEED, big_numbers, said_whole, sums_said_more, unit_words
 
 __all__ = ["SEED", "SEEDS", "MIXES", "DOMAIN_WEIGHTS", "SPLITS", "INSTRUCTIONS", "Teacher", "converse", "render", "generate", "main"]
@@ -48,13 +49,20 @@ MIXES = {3: {"single": 0.22, "parallel": 0.16, "multiple": 0.19, "irrelevant": 0
          6: {"single": 0.25, "parallel": 0.13, "multiple": 0.15, "irrelevant": 0.12, "near_miss": 0.09, "error": 0.10,
              "two_requests": 0.16}}
 MIXES[7] = MIXES[6]
+# run H's: more parallel requests (run G's BFCL parallel 0.24; seed 8 pairs values too, tasks._paired)
+MIXES[8] = {"single": 0.24, "parallel": 0.16, "multiple": 0.15, "irrelevant": 0.12, "near_miss": 0.09, "error": 0.09,
+            "two_requests": 0.15}
 # a seed's domains drawn more often than the others (a family's weight; 1 where not named): run F's
 # corpus draws the domains of its additions (conversions asked for whole, the memo tools) more often,
 # so a 400-step run sees them some hundred times rather than some tens
 # (run G's: the memo tools' domains more again, run F still refused notes, and the math domain's
 # expression tool with its sums said with "and" and its divisions by zero)
-DOMAIN_WEIGHTS = {6: {"units": 3.0, "calendar": 2.0, "messaging": 2.0}, 7: {"units": 3.0, "calendar": 3.0, "messaging": 3.0, "math": 3.0}}
+DOMAIN_WEIGHTS = {6: {"units": 3.0, "calendar": 2.0, "messaging": 2.0}, 7: {"units": 3.0, "calendar": 3.0, "messaging": 3.0, "math": 3.0},
+                  # run H's: the toolboxes (families.TOOLBOXES of them) about a fifth of the conversations
+                  8: {"toolbox": 3.0, "units": 2.0, "calendar": 2.0, "messaging": 1.5, "math": 2.0}}
 SPLITS = {"train": 0.90, "val_family": 0.05, "val_phrasing": 0.05}
+# what {domain} says in the instructions where a family's domain is not a topic
+TOPICS = {"toolbox": "everyday"}
 INSTRUCTIONS_SHARE = 0.4  # conversations whose agent has instructions (BFCL's have none)
 INSTRUCTIONS = ("You are a helpful assistant.", "Use the tools when they fit; otherwise answer directly.",
                 "Answer briefly.", "You are an assistant for {domain} tasks.", "Be precise with the values you pass to tools.",
@@ -196,7 +204,7 @@ def generate(seed: int, count: int, mix: dict[str, float] | None = None, splits:
     out: list[dict[str, Any]] = []
     try:
         with big_numbers(seed >= REWORD_FROM_SEED), unit_words(seed >= EXTRA_FROM_SEED), said_whole(seed >= MORE_FROM_SEED), \
-                sums_said_more(seed >= SUMS_FROM_SEED):
+                sums_said_more(seed >= SUMS_FROM_SEED), needs(seed >= NEEDS_FROM_SEED), paired(seed >= PAIRED_FROM_SEED):
             while len(out) < count:
                 split, kind = _pick(rng, splits), _pick(rng, mix)
                 task = None
@@ -206,7 +214,7 @@ def generate(seed: int, count: int, mix: dict[str, float] | None = None, splits:
                     task = make_task(rng, family, kind, val_phrasing=split == "val_phrasing")
                 instructions, at = None, "first"
                 if rng.random() < INSTRUCTIONS_SHARE:
-                    instructions = rng.choice(INSTRUCTIONS).replace("{domain}", family.domain)
+                    instructions = rng.choice(INSTRUCTIONS).replace("{domain}", TOPICS.get(family.domain, family.domain))
                     if seed >= EXTRA_FROM_SEED and rng.random() < INSTRUCTIONS_LAST_SHARE:
                         at = "last"
                 messages = converse(family, task, instructions, teacher, loop, at)

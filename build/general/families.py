@@ -28,7 +28,7 @@ from .domains import DOMAINS, EXTRA, EXTRA_FROM_SEED, FIELDS, FIELDS_FROM_SEED, 
 from .values import KINDS
 
 __all__ = ["Param", "ToolSpec", "Family", "Runtime", "make_families", "aerix_tools", "result_for", "PER_DOMAIN", "VAL_FAMILY_SHARE",
-           "REWORD_FROM_SEED", "REWORD_SHARE"]
+           "REWORD_FROM_SEED", "REWORD_SHARE", "TOOLBOX_FROM_SEED", "TOOLBOXES", "TOOLBOX_MEMO_SHARE"]
 
 PER_DOMAIN = 14  # families drawn from each domain
 VAL_FAMILY_SHARE = 0.08  # of the other domains' families, the share held out (a hash of the family id)
@@ -220,8 +220,36 @@ def _family(seed: int, domain: str, i: int) -> Family:
                   REWORD_SHARE if reword else 0.0)
 
 
+# From this seed on (run H's corpus), TOOLBOXES more families are an assistant's toolbox: three to
+# five tools of as many domains, as a page's agent has (weather, a clock, a calculator, notes) and as
+# BFCL's multiple category gives. Every family before was one domain's tools with at most one other
+# beside them, so a request of another domain was always one to refuse (tasks._irrelevant), and
+# run G refused plain requests of the demo's five tools, all of different domains. A share of them
+# keep memos (run G refused the demo's notes). Their domain is "toolbox".
+TOOLBOX_FROM_SEED = 8
+TOOLBOXES = 40
+TOOLBOX_MEMO_SHARE = 0.6
+
+
+def _toolbox(seed: int, i: int) -> Family:
+    rng = random.Random(f"{seed}:toolbox:{i}")
+    style = rng.choices(("snake", "module", "camel", "vendor"), (0.6, 0.1, 0.2, 0.1))[0]
+    camel, prefix = rng.random() < 0.25, rng.choice(VENDORS)
+    domains = rng.sample([d for d in DOMAINS if d not in HELD_OUT], rng.choice((3, 4, 4, 5)))
+    protos = [(d, rng.choice(_protos(d, seed))) for d in domains]
+    if rng.random() < TOOLBOX_MEMO_SHARE:
+        memo = next(p for p in _protos("calendar", seed) if p[0] == "add_memo")
+        protos = [dp for dp in protos if dp[0] != "calendar"][:4] + [("calendar", memo)]
+        rng.shuffle(protos)
+    tools = list({t.name: t for t in (_spec(rng, d, p, style, camel, prefix, True) for d, p in protos)}.values())
+    fid = f"toolbox-{i:02d}"
+    held = zlib.crc32(f"{seed}:{fid}".encode()) % 1000 < VAL_FAMILY_SHARE * 1000
+    return Family(fid, "toolbox", "val_family" if held else "train", tuple(tools), rng.random() < 0.4, REWORD_SHARE)
+
+
 def make_families(seed: int, per_domain: int = PER_DOMAIN) -> list[Family]:
-    return [_family(seed, d, i) for d in DOMAINS for i in range(per_domain)]
+    families = [_family(seed, d, i) for d in DOMAINS for i in range(per_domain)]
+    return families + ([_toolbox(seed, i) for i in range(TOOLBOXES)] if seed >= TOOLBOX_FROM_SEED else [])
 
 
 # -- results -------------------------------------------------------------------------------

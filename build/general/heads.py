@@ -17,8 +17,10 @@ from __future__ import annotations
 import random
 import re
 import zlib
+from collections.abc import Iterator
+from contextlib import contextmanager
 
-__all__ = ["HEADS", "KINDS", "STOP", "content_words", "held_out", "draw"]
+__all__ = ["HEADS", "NEEDS", "NEEDS_FROM_SEED", "NEED_SHARE", "KINDS", "STOP", "content_words", "held_out", "draw", "needs", "needs_on"]
 
 KINDS = ("do", "obj", "ask")
 # words a head may share with its tool's description: too common to tell tools apart
@@ -251,6 +253,55 @@ def _parse(text: str) -> dict[str, dict[str, tuple[str, ...]]]:
 
 HEADS = _parse(TEXT)
 
+# From run H's seed: requests that reach a tool through a need rather than through what it does
+# ("do I need an umbrella" + " in Lisbon" for a forecast tool, "is it too late to ring someone" for
+# the local time). Run G refused "Do I need an umbrella in Lisbon today?" beside a weather tool: its
+# heads said what a tool does, its near misses were in the tool's domain, and nothing between them
+# taught that a question about a need is served by the tool whose result answers it. Same rules as
+# HEADS (no word of the tool's description; one head in six for validation only).
+NEEDS_FROM_SEED = 8
+NEEDS_TEXT = """
+get_forecast | ask: do I need an umbrella; should I bring a coat; will I need a jacket; is it a good day for a picnic; is it warm enough for shorts; should I pack sunglasses; will there be clouds; how warm will it get; is it going to be freezing; can I hang the washing out; should I cycle or take the bus; do I need boots
+get_uv_index | ask: should I put on sunscreen; will I burn at the beach; do I need a hat against the sun; can the kids play outside at noon without cream
+get_air_quality | ask: is it okay to go for a run outside; should I wear a mask outdoors; can I open the windows; is it safe for my asthma outside
+get_sunrise | ask: how early do I have to get up to catch the dawn; when should I head out to catch the dusk
+local_time | ask: is it too late to ring someone; are people still awake; is it morning yet; would it be rude to call now; is the office open yet; is it lunchtime; have they finished work yet
+get_travel_time | ask: when should I leave to get; will I get there by nine going; how early should I set off
+visa_requirements | ask: can I just turn up at the border; what papers should I bring to the border
+track_order | ask: is my parcel nearly here; should I stay home for my delivery
+account_balance | ask: can I afford a new phone; do I have enough money
+service_alerts | ask: will my commute be disrupted; should I leave early because of problems
+next_departures | ask: how long do I have to wait; should I run to catch something
+list_events | ask: am I free; what's on my plate; do I have anything booked
+bmi | ask: should I lose some weight; am I too heavy for my height
+water_intake | ask: am I drinking enough; should I have more glasses of liquid
+get_stock_price | ask: did my shares go up; is it a good moment to sell
+get_score | ask: did we win; should I be celebrating
+device_status | ask: did I leave something switched on; is the gadget still charged
+server_metrics | ask: is the machine struggling; why is the site slow
+movie_showtimes | ask: can I catch the film tonight; is it too late to see the film
+find_events | ask: is there anything fun to do; what could we do for a night out
+calories_burned | ask: did I burn off my lunch; was my workout worth it
+fuel_cost | ask: can I afford the drive; is driving cheaper than the train
+"""
+NEEDS = _parse(NEEDS_TEXT)
+NEED_SHARE = 0.4  # of a spec's reworded requests, where it has need heads
+_NEEDS = {"on": False}
+
+
+def needs_on() -> bool:
+    """Whether :func:`draw` offers the need heads too (run H's seed on, with :func:`needs`)."""
+    return _NEEDS["on"]
+
+
+@contextmanager
+def needs(on: bool) -> Iterator[None]:
+    before, _NEEDS["on"] = _NEEDS["on"], on
+    try:
+        yield
+    finally:
+        _NEEDS["on"] = before
+
 
 def content_words(text: str) -> set[str]:
     """The words of 3 letters or more that tell one request from another."""
@@ -264,5 +315,8 @@ def held_out(head: str) -> bool:
 
 def draw(rng: random.Random, name: str, val: bool, kinds: tuple[str, ...] = KINDS) -> tuple[str, str] | None:
     """(kind, head) for the spec ``name`` from ``val``'s side of the split, or None where it has none."""
+    needed = [(k, h) for k in kinds for h in NEEDS.get(name, {}).get(k, ()) if held_out(h) == val] if _NEEDS["on"] else []
+    if needed and rng.random() < NEED_SHARE:
+        return rng.choice(needed)
     options = [(k, h) for k in kinds for h in HEADS.get(name, {}).get(k, ()) if held_out(h) == val]
     return rng.choice(options) if options else None

@@ -10,7 +10,7 @@ from __future__ import annotations
 import random
 import zlib
 
-__all__ = ["DO_FRAMES", "OBJ_FRAMES", "ASK_FRAMES", "MULTI_FRAMES", "PARALLEL_FRAMES", "CHAT", "GREETINGS", "THANKS", "held_out", "frames", "dress", "FOLLOW_LEADS"]
+__all__ = ["DO_FRAMES", "OBJ_FRAMES", "ASK_FRAMES", "MULTI_FRAMES", "PARALLEL_FRAMES", "REMIND_FRAMES", "KEEP_FRAMES", "CHAT", "GREETINGS", "THANKS", "held_out", "frames", "dress", "FOLLOW_LEADS"]
 
 DO_FRAMES = (
     "Please {x}.", "Can you {x}?", "Could you {x}?", "{X}.", "{X}, please.", "I need you to {x}.", "Would you {x}?",
@@ -48,6 +48,18 @@ MULTI_FRAMES = (
     "{X1}, and {x2}.", "{X1}. Also, {x2}.", "First {x1}, then {x2}.", "Can you {x1} and {x2}?", "I need two things: {x1}, and {x2}.",
     "{X1}; {x2}.", "Please {x1}, and after that {x2}.", "{X1} and also {x2}.", "Two jobs: {x1}. And {x2}.",
     "Could you {x1}? And {x2} too.", "{X1}, plus {x2}.",  "{X1}, then {x2}.",
+)
+# a memo keeper asked as a reminder (run H's seed on, tasks._reminder): {v} an errand ("call the plumber
+# tomorrow"), then a fact to keep ("the gate code is 4821")
+REMIND_FRAMES = (
+    "Remind me to {v}.", "Don't let me forget to {v}.", "I need to remember to {v}.", "Make sure I remember to {v}.",
+    "Can you remind me to {v}?", "I have to {v}, don't let me forget.", "Remember that I need to {v}.",
+    "I keep forgetting to {v}.", "Note that I must {v}.", "Could you remind me to {v}?", "remind me to {v}",
+    "Please remind me I have to {v}.", "Don't let me forget: {v}.", "I mustn't forget to {v}.",
+)
+KEEP_FRAMES = (
+    "Remember that {v}.", "Keep in mind that {v}.", "Don't let me forget: {v}.", "So I don't forget, {v}.", "For later: {v}.",
+    "Can you remember that {v}?", "Please keep this: {v}.", "I'll need this later: {v}.", "Hold on to this for me: {v}.",
 )
 # {x}: the request with its first value; {rest}: the others ("Madrid and Oslo")
 PARALLEL_FRAMES = (

@@ -16,6 +16,8 @@ Kinds (``MIX`` the default shares):
 from __future__ import annotations
 
 import random
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -23,9 +25,9 @@ from . import heads
 from . import phrasing as ph
 from .domains import DOMAINS, FROM_TO_MENTIONS, HELD_OUT, MENTIONS
 from .families import Family, Param, ToolSpec, _protos, _spec
-from .values import KINDS, Value, conversions_whole, join_words, sums_more, units_apart, zero_division
+from .values import KINDS, Value, conversions_whole, errand, join_words, sums_more, units_apart, zero_division
 
-__all__ = ["Call", "Task", "MIX", "make_task", "ERRORS"]
+__all__ = ["Call", "Task", "MIX", "make_task", "ERRORS", "PAIRED_FROM_SEED", "PAIRED_SHARE", "REMIND_SHARE", "paired"]
 
 # irrelevant + near_miss a quarter of first turns: run A (14 % irrelevant, no near misses) called a
 # tool on every BFCL irrelevance question (build/general/TRAINING.md)
@@ -166,8 +168,36 @@ def _whole(rng: random.Random, spec: ToolSpec, named: list[tuple[Param, Value]],
     return ph.fill(frame, v=said[value.name], a=said[source.name], b=said[target.name]), frame
 
 
+REMIND_SHARE = 0.6  # of the requests for a memo keeper (add_memo), from run H's seed on
+
+
+def _reminder(rng: random.Random, spec: ToolSpec, val: bool) -> Task | None:
+    """From run H's seed, ``REMIND_SHARE`` of the requests for a memo keeper asked as people ask
+    for a reminder: "Remind me to call the plumber tomorrow." -> its content "call the plumber
+    tomorrow"; "Remember that the gate code is 4821." (run G refused "Remind me to call the plumber
+    tomorrow." and six of the demo's eight notes: its near misses refuse errands, and no request for a
+    memo keeper was worded as one)."""
+    memo = next((p for p in spec.params if p.kind == "memo"), None)
+    if memo is None or spec.base != "add_memo" or not heads.needs_on() or rng.random() >= REMIND_SHARE:
+        return None
+    if any(p.required and p is not memo for p in spec.params):
+        return None
+    v = _draw(rng, memo)
+    pool = ph.REMIND_FRAMES if errand(v.input) else ph.KEEP_FRAMES
+    frame = rng.choice(ph.frames(pool, val))
+    prompt = ph.dress(rng, ph.fill(frame, v=v.input))
+    return Task("single", prompt, [Call(spec.name, {memo.name: v.input}, [v])], frame=frame)
+
+
+MEMO_PICK = 0.35  # from run H's seed, of the single requests of a family with a memo keeper: for it
+
+
 def _single(rng: random.Random, family: Family, val: bool) -> Task:
-    spec = rng.choice(family.tools)
+    keeper = next((t for t in family.tools if t.base == "add_memo"), None) if heads.needs_on() else None
+    spec = keeper if keeper and rng.random() < MEMO_PICK else rng.choice(family.tools)
+    reminder = _reminder(rng, spec, val)
+    if reminder:
+        return reminder
     named = _values(rng, spec)
     whole = _whole(rng, spec, named, val, ph.CONVERT_FRAMES)
     if whole:
@@ -177,7 +207,63 @@ def _single(rng: random.Random, family: Family, val: bool) -> Task:
     return Task("single", prompt, [Call(spec.name, _input(named), [v for _, v in named])], frame=frame, head=head)
 
 
+# From run H's seed, PAIRED_SHARE of the parallel requests give each call its own value of two or
+# more fields ("the status of case XY-12 in Leeds, and of case GH-7 in York"): run G's BFCL parallel
+# misses were calls that mixed one call's values with another's, and every parallel request before
+# varied one field only.
+PAIRED_FROM_SEED = 8
+PAIRED_SHARE = 0.4
+_PAIRED = {"on": False}
+PAIRED_JOINS = (", and {c}", ", and also {c}", ", then {c}", "; and {c}", ", and the same {c}", " and {c}", "; then {c}")
+
+
+@contextmanager
+def paired(on: bool) -> Iterator[None]:
+    before, _PAIRED["on"] = _PAIRED["on"], on
+    try:
+        yield
+    finally:
+        _PAIRED["on"] = before
+
+
+def _paired(rng: random.Random, family: Family, val: bool) -> Task | None:
+    """Several calls of one tool, each with its own values of two or more required fields."""
+    options = [t for t in family.tools if sum(p.required and p.kind in PARALLEL_KINDS for p in t.params) >= 2]
+    if not _PAIRED["on"] or not options or rng.random() >= PAIRED_SHARE:
+        return None
+    spec = rng.choice(options)
+    first = _values(rng, spec)
+    varying = [p for p, _ in first if p.required and p.kind in PARALLEL_KINDS]
+    rows, n = [first], rng.choice((2, 2, 3))
+    for _ in range(40):
+        row = [(p, _draw(rng, p) if p in varying else v) for p, v in first]
+        fresh = all(v.input != r[i][1].input for r in rows for i, (p, v) in enumerate(row) if p in varying)
+        if fresh and all(v.input != _partner(row, p) for p, v in row):
+            rows.append(row)
+        if len(rows) == n:
+            break
+    if len(rows) < 2:
+        return None
+    other = _reworded(rng, spec, val, family.reworded)
+    if other:
+        kind, head = other
+    else:
+        kind = "obj" if spec.obj and rng.random() < 0.5 else "do"
+        head = spec.obj if kind == "obj" else spec.do
+    texts = [p for p, _ in first if p.kind == "text"]
+    x = _phrase(rng, head, first)
+    for row in rows[1:]:
+        clause = " ".join(_mention(rng, p, v, not texts or p is texts[0]) for p, v in row if p in varying)
+        x += rng.choice(PAIRED_JOINS).replace("{c}", clause)
+    frame = rng.choice(ph.frames(_FRAMES[kind], val))
+    calls = [Call(spec.name, _input(row), [v for p, v in row if p in varying]) for row in rows]
+    return Task("parallel", ph.fill(ph.dress(rng, frame), x=x), calls, frame=frame, head=head if other else "")
+
+
 def _parallel(rng: random.Random, family: Family, val: bool) -> Task | None:
+    both = _paired(rng, family, val)
+    if both:
+        return both
     options = [(t, p) for t in family.tools for p in t.params if p.required and p.kind in PARALLEL_KINDS]
     if not options:
         return None

@@ -20,7 +20,7 @@ from build.model.worlds import TRAIN
 
 from . import lists
 
-__all__ = ["Kind", "KINDS", "Value", "spoken", "join_words", "plural", "big_numbers", "unit_words", "units_apart", "UNIT_WORDS",
+__all__ = ["Kind", "KINDS", "Value", "errand", "spoken", "join_words", "plural", "big_numbers", "unit_words", "units_apart", "UNIT_WORDS",
            "conversions_whole", "said_whole", "MORE_UNIT_WORDS", "sums_more", "sums_said_more", "zero_division", "SUMS_FROM_SEED"]
 
 # Numbers as people write large ones: "$250,000", "250k", "1.5 million euros", "12,400" (run C read
@@ -341,6 +341,11 @@ _MEMO_WHEN = ("", "", "", "on Friday", "by Thursday", "at noon", "next week", "t
 _MEMO_FACTS = ("the gate code is {n}", "the locker number is {n}", "the parking spot is B{m}", "my seat is {m}C",
                "the wifi password is {w}{n}", "{p}'s birthday is on May {d}", "the meeting room is {m}", "table for {d} at {p}'s",
                "the spare key is under the {w}", "{p} owes me {m} dollars", "the boiler was serviced in {w}")
+
+
+def errand(memo: str) -> bool:
+    """Whether a memo is an errand ("call the plumber") rather than a fact to keep."""
+    return memo.startswith(tuple(d + " " for d in _MEMO_DO))
 
 
 def _memo(rng: random.Random, args: list[str]) -> Value:

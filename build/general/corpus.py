@@ -33,6 +33,7 @@ from build.models import IM_END, IM_START, chatml
 from .domains import EXTRA_FROM_SEED, MORE_FROM_SEED
 from .families import REWORD_FROM_SEED, Family, Runtime, aerix_tools, make_families
 from .heads import NEEDS_FROM_SEED, needs
+from .nearmiss import SIBLING_FROM_SEED, siblings
 from .tasks import MIX, PAIRED_FROM_SEED, Task, make_task, paired
 from .values import SUMS_FROM_SEED, big_numbers, said_whole, sums_said_more, unit_words
 
@@ -52,6 +53,9 @@ MIXES[7] = MIXES[6]
 # run H's: more parallel requests (run G's BFCL parallel 0.24; seed 8 pairs values too, tasks._paired)
 MIXES[8] = {"single": 0.24, "parallel": 0.16, "multiple": 0.15, "irrelevant": 0.12, "near_miss": 0.09, "error": 0.09,
             "two_requests": 0.15}
+# run I's: seed 8's with a few more near misses, 45 % of them a sibling's request (nearmiss._sibling)
+MIXES[9] = {"single": 0.23, "parallel": 0.16, "multiple": 0.15, "irrelevant": 0.12, "near_miss": 0.11, "error": 0.08,
+            "two_requests": 0.15}
 # a seed's domains drawn more often than the others (a family's weight; 1 where not named): run F's
 # corpus draws the domains of its additions (conversions asked for whole, the memo tools) more often,
 # so a 400-step run sees them some hundred times rather than some tens
@@ -60,6 +64,7 @@ MIXES[8] = {"single": 0.24, "parallel": 0.16, "multiple": 0.15, "irrelevant": 0.
 DOMAIN_WEIGHTS = {6: {"units": 3.0, "calendar": 2.0, "messaging": 2.0}, 7: {"units": 3.0, "calendar": 3.0, "messaging": 3.0, "math": 3.0},
                   # run H's: the toolboxes (families.TOOLBOXES of them) about a fifth of the conversations
                   8: {"toolbox": 3.0, "units": 2.0, "calendar": 2.0, "messaging": 1.5, "math": 2.0}}
+DOMAIN_WEIGHTS[9] = DOMAIN_WEIGHTS[8]
 SPLITS = {"train": 0.90, "val_family": 0.05, "val_phrasing": 0.05}
 # what {domain} says in the instructions where a family's domain is not a topic
 TOPICS = {"toolbox": "everyday"}
@@ -204,7 +209,8 @@ def generate(seed: int, count: int, mix: dict[str, float] | None = None, splits:
     out: list[dict[str, Any]] = []
     try:
         with big_numbers(seed >= REWORD_FROM_SEED), unit_words(seed >= EXTRA_FROM_SEED), said_whole(seed >= MORE_FROM_SEED), \
-                sums_said_more(seed >= SUMS_FROM_SEED), needs(seed >= NEEDS_FROM_SEED), paired(seed >= PAIRED_FROM_SEED):
+                sums_said_more(seed >= SUMS_FROM_SEED), needs(seed >= NEEDS_FROM_SEED), paired(seed >= PAIRED_FROM_SEED), \
+                siblings(seed >= SIBLING_FROM_SEED):
             while len(out) < count:
                 split, kind = _pick(rng, splits), _pick(rng, mix)
                 task = None

@@ -8,23 +8,45 @@ a model that never saw one calls the closest tool with made-up values). Flavours
 - ``range``: a number past the maximum a tool's schema allows ("for 30 days" where it takes 1-10);
 - ``enum``: a value not in a tool's enum (a category another family's tool has, this one's not);
 - ``quantity``: another quantity of the tool's object: its long-run history or average, which the
-  tool (one value for the inputs given) does not compute.
+  tool (one value for the inputs given) does not compute;
+- ``sibling`` (from run I's seed, :data:`SIBLING_FROM_SEED`): what another tool of the same domain
+  does, one the family lacks ("solve a quadratic" beside a prime checker and a gcd tool), asked as
+  that tool's requests are. Run H called the nearest tool on such requests (BFCL irrelevance 0.56).
 """
 
 from __future__ import annotations
 
 import random
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 from . import phrasing as ph
 from .domains import DOMAINS
-from .families import Family, Param, ToolSpec
+from .families import Family, Param, ToolSpec, _protos, _spec
 from .tasks import Task, _mention, _request, _values, can_do
 from .values import Value, plural
 
-__all__ = ["near_miss", "FLAVOURS"]
+__all__ = ["near_miss", "FLAVOURS", "SIBLING_FROM_SEED", "SIBLING_SHARE", "siblings"]
 
-FLAVOURS = ("action", "range", "enum", "quantity")
+FLAVOURS = ("action", "range", "enum", "quantity", "sibling")
+SIBLING_FROM_SEED = 9
+SIBLING_SHARE = 0.45  # of the near misses, from that seed on: a sibling where the family has one
+_SIBLINGS = {"on": False}
+# specs whose work overlaps, so that one's request is not refused beside the other: every converter
+# of the units domain, and the reminder and the memo keeper; an expression tool computes what the
+# math domain's tools do
+OVERLAPS = ({"set_reminder", "add_memo"},)
+NO_SIBLINGS = ("units",)
+
+
+@contextmanager
+def siblings(on: bool) -> Iterator[None]:
+    before, _SIBLINGS["on"] = _SIBLINGS["on"], on
+    try:
+        yield
+    finally:
+        _SIBLINGS["on"] = before
 ACTIONS = (("delete", "delete"), ("cancel", "cancel"), ("change", "change"), ("undo", "undo"), ("edit", "edit"),
            ("remove", "remove"), ("share", "share"), ("export", "export"))
 ACTION_X = ("{a} the {thing} I {did} yesterday", "{a} my last {thing}", "{a} the {thing} from this morning",
@@ -133,12 +155,36 @@ def _quantity(rng: random.Random, family: Family, val: bool) -> Task | None:
                 thought=f"The tools give {spec.obj} now, not its history or average.", frame=frame)
 
 
-_FLAVOURS = {"action": _action, "range": _range, "enum": _enum, "quantity": _quantity}
+def _sibling(rng: random.Random, family: Family, val: bool) -> Task | None:
+    if not _SIBLINGS["on"]:
+        return None
+    have = {t.base for t in family.tools}
+    if "calculate_expression" in have:
+        have |= {p[0] for p in _protos("math", SIBLING_FROM_SEED)}
+    for group in OVERLAPS:
+        if have & group:
+            have |= group
+    domains = sorted({t.domain for t in family.tools if t.domain not in NO_SIBLINGS})
+    options = [(d, p) for d in domains for p in _protos(d, SIBLING_FROM_SEED) if p[0] not in have]
+    if not options:
+        return None
+    domain, proto = rng.choice(options)
+    spec = _spec(rng, domain, proto, "snake", False, "", True)
+    prompt, frame, head = _request(rng, spec, _values(rng, spec), val, family.reworded)
+    return Task("near_miss", prompt, reply=_reply(rng, family, spec.do), thought=f"Asked to {spec.do}; no tool here does that.", frame=frame, head=head)
+
+
+_FLAVOURS = {"action": _action, "range": _range, "enum": _enum, "quantity": _quantity, "sibling": _sibling}
 
 
 def near_miss(rng: random.Random, family: Family, val: bool, flavour: str | None = None) -> Task | None:
     """A near-miss task of the flavour (drawn where not given), or None where the family has none."""
-    kinds = [flavour] if flavour else rng.sample(FLAVOURS, len(FLAVOURS))
+    if flavour:
+        kinds = [flavour]
+    elif _SIBLINGS["on"]:
+        kinds = (["sibling"] if rng.random() < SIBLING_SHARE else []) + rng.sample(FLAVOURS, len(FLAVOURS))
+    else:
+        kinds = rng.sample(FLAVOURS[:4], 4)  # as the seeds before drew them
     for k in kinds:
         task = _FLAVOURS[k](rng, family, val)
         if task is not None:

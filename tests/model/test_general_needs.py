@@ -8,6 +8,7 @@ make their corpora as they did. CPython only (the build scripts are not part of 
 from __future__ import annotations
 
 import hashlib
+import random
 import re
 from collections import Counter
 
@@ -145,3 +146,51 @@ def test_run_gs_seed_makes_its_corpus_as_before_and_has_none_of_run_hs_additions
     assert not any(r["domain"] == "toolbox" or r["head"] in NEED_HEADS for r in before)
     assert not any(r["frame"] in phrasing.REMIND_FRAMES + phrasing.KEEP_FRAMES for r in before)
     assert not any(f.domain == "toolbox" for f in make_families(7))
+
+
+# -- run I's seed (9): near misses that ask what a sibling tool of the same domain does --
+
+
+SEED_8_FIRST_300 = "036b06d293c9e01facd75d8d84330d4216638dbe1d038fc819cdd13e3c393213"
+
+
+def test_run_hs_seed_makes_its_corpus_as_before():
+    digest = hashlib.sha256()
+    for r in corpus.generate(8, 300):
+        digest.update(r["text"].encode())
+    assert digest.hexdigest() == SEED_8_FIRST_300
+
+
+def test_a_siblings_request_is_refused_only_where_no_tool_of_the_family_does_that_work():
+    from build.general.nearmiss import NO_SIBLINGS, OVERLAPS, SIBLING_FROM_SEED, near_miss, siblings
+
+    rng, made = random.Random(9), 0
+    for family in make_families(SIBLING_FROM_SEED):
+        with siblings(True):
+            task = near_miss(rng, family, False, "sibling")
+        if task is None:
+            continue
+        made += 1
+        do = task.thought.removeprefix("Asked to ").removesuffix("; no tool here does that.")
+        asked = [p for d in DOMAINS for p in _protos(d, SIBLING_FROM_SEED) if p[1] == do]
+        assert asked, task.thought
+        have = {t.base for t in family.tools}
+        assert not task.calls and task.reply and task.flavour == "sibling"
+        assert {p[0] for p in asked}.isdisjoint(have), (family.id, do)
+        assert not any({p[0] for p in asked} & g and have & g for g in OVERLAPS), (family.id, do)
+        domains = {d for d in DOMAINS for p in _protos(d, SIBLING_FROM_SEED) if p[1] == do}
+        assert domains & {t.domain for t in family.tools} and not domains & set(NO_SIBLINGS), (family.id, do)
+        if "calculate_expression" in have:
+            assert "math" not in domains, (family.id, do)
+    assert made > 300, made
+    with siblings(False):
+        assert near_miss(random.Random(1), make_families(8)[0], False, "sibling") is None
+
+
+def test_the_seeds_before_run_is_make_no_sibling_near_misses():
+    from build.general.nearmiss import SIBLING_FROM_SEED
+
+    def refused_siblings(seed: int) -> int:
+        return sum(r["kind"] == "near_miss" and "; no tool here does that." in r["text"] for r in corpus.generate(seed, 800))
+
+    assert refused_siblings(SIBLING_FROM_SEED - 1) == 0 and refused_siblings(SIBLING_FROM_SEED) > 20

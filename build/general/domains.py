@@ -10,7 +10,7 @@ optional, ``name?=D`` optional with a default. A result field is ``name:n:LO:HI`
 
 from __future__ import annotations
 
-__all__ = ["DOMAINS", "EXTRA", "EXTRA_FROM_SEED", "MORE", "MORE_FROM_SEED", "FIELDS", "FIELDS_FROM_SEED", "HELD_OUT", "MENTIONS",
+__all__ = ["DOMAINS", "EXTRA", "EXTRA_FROM_SEED", "MORE", "MORE_FROM_SEED", "FIELDS", "FIELDS_FROM_SEED", "NOTES", "NOTES_FROM_SEED", "HELD_OUT", "MENTIONS",
            "FROM_TO_MENTIONS"]
 
 DOMAINS: dict[str, str] = {
@@ -284,6 +284,16 @@ FIELDS: dict[str, str] = {
 convert_units | convert a measurement | | value:num:0.1:5000: from:enum:km,mi,m,ft,cm,in:unit to:enum:km,mi,m,ft,cm,in:unit | result:f:0.01:90000
 convert_temp | convert a temperature reading | | value:num:-40:250: from:enum:C,F,K:scale to:enum:C,F,K:scale | result:f:-40:500
 convert_mass | convert a mass | | value:num:0.1:2000: from:enum:kg,lb,g,oz:unit to:enum:kg,lb,g,oz:unit | result:f:0.01:90000
+""",
+}
+# From this seed on (run I's corpus), a second memo keeper, named and described with the word
+# people use for it: run H, whose memo keepers were all add_memo ("store a memo"), refused every note
+# of the demo's tasks ("Jot down: call the plumber") beside a tool that saves notes, and called the
+# one named for what it does. Its field is named for what it holds.
+NOTES_FROM_SEED = 9
+NOTES: dict[str, str] = {
+    "calendar": """
+keep_note | keep a note | | note:memo | note:id:N-#### kept:w:yes
 """,
 }
 # their mentions, from that seed on (MENTIONS' keys are the seeds before's: a "to" there would reword send_email's)

@@ -24,11 +24,11 @@ from aerix import tool
 from aerix.tools import Tool
 
 from . import lists
-from .domains import DOMAINS, EXTRA, EXTRA_FROM_SEED, FIELDS, FIELDS_FROM_SEED, HELD_OUT, MORE, MORE_FROM_SEED
+from .domains import DOMAINS, EXTRA, EXTRA_FROM_SEED, FIELDS, FIELDS_FROM_SEED, HELD_OUT, MORE, MORE_FROM_SEED, NOTES, NOTES_FROM_SEED
 from .values import KINDS
 
 __all__ = ["Param", "ToolSpec", "Family", "Runtime", "make_families", "aerix_tools", "result_for", "PER_DOMAIN", "VAL_FAMILY_SHARE",
-           "REWORD_FROM_SEED", "REWORD_SHARE", "TOOLBOX_FROM_SEED", "TOOLBOXES", "TOOLBOX_MEMO_SHARE"]
+           "REWORD_FROM_SEED", "REWORD_SHARE", "TOOLBOX_FROM_SEED", "TOOLBOXES", "TOOLBOX_MEMO_SHARE", "SHORT_FROM_SEED", "KEEPERS"]
 
 PER_DOMAIN = 14  # families drawn from each domain
 VAL_FAMILY_SHARE = 0.08  # of the other domains' families, the share held out (a hash of the family id)
@@ -108,7 +108,7 @@ def _returns(text: str) -> tuple[tuple[str, str, tuple[str, ...]], ...]:
 
 
 # the specs later corpora add, in the order they follow a domain's own: (the first seed, the specs)
-_ADDED = ((EXTRA_FROM_SEED, EXTRA), (MORE_FROM_SEED, MORE), (FIELDS_FROM_SEED, FIELDS))
+_ADDED = ((EXTRA_FROM_SEED, EXTRA), (MORE_FROM_SEED, MORE), (FIELDS_FROM_SEED, FIELDS), (NOTES_FROM_SEED, NOTES))
 
 
 def _protos(domain: str, seed: int = 0) -> list[tuple[str, str, str, str, str]]:
@@ -175,6 +175,8 @@ def _schema(rng: random.Random, params: tuple[Param, ...]) -> dict[str, Any]:
 
 
 def _name(style: str, domain: str, base: str, prefix: str) -> str:
+    if style == "short":  # one word, as many page and MCP tools are named ("forecast", "time"): run I's seed on
+        return [w for w in base.split("_") if w not in ("of", "check", "to")][-1]
     if style == "module":
         return base if base.startswith(domain) else f"{domain}_{base}"
     if style == "camel":
@@ -194,6 +196,14 @@ def _spec(rng: random.Random, domain: str, proto: tuple[str, ...], style: str, c
                     _schema(rng, params))
 
 
+# a family's naming style and its weight; from run I's seed, one-word names too ("forecast", "time",
+# "note": the last word of the spec's name), as many page and MCP tools have (run H called the
+# demo's one-word tools by the names it knew them by)
+SHORT_FROM_SEED = 9
+STYLES = (("snake", "module", "camel", "vendor"), (0.5, 0.25, 0.15, 0.1))
+STYLES_SHORT = (("snake", "module", "camel", "vendor", "short"), (0.45, 0.2, 0.12, 0.08, 0.15))
+STYLES_TOOLBOX = (("snake", "module", "camel", "vendor"), (0.6, 0.1, 0.2, 0.1))
+STYLES_TOOLBOX_SHORT = (("snake", "module", "camel", "vendor", "short"), (0.45, 0.05, 0.15, 0.05, 0.3))
 VENDORS = ("acme", "nimbus", "orbit", "pico", "zen", "atlas", "quill", "lumen")
 
 
@@ -202,7 +212,7 @@ def _family(seed: int, domain: str, i: int) -> Family:
     protos = _protos(domain, seed)
     k = min(len(protos), rng.choice((1, 2, 2, 3, 3, 3, 4, 4)))
     chosen = rng.sample(protos, k)
-    style = rng.choices(("snake", "module", "camel", "vendor"), (0.5, 0.25, 0.15, 0.1))[0]
+    style = rng.choices(*(STYLES_SHORT if seed >= SHORT_FROM_SEED else STYLES))[0]
     camel = rng.random() < 0.25
     prefix = rng.choice(VENDORS)
     reword = seed >= REWORD_FROM_SEED
@@ -227,18 +237,20 @@ def _family(seed: int, domain: str, i: int) -> Family:
 # run G refused plain requests of the demo's five tools, all of different domains. A share of them
 # keep memos (run G refused the demo's notes). Their domain is "toolbox".
 TOOLBOX_FROM_SEED = 8
+KEEPERS = ("add_memo", "keep_note")  # the specs that keep the user's words as said (domains.MORE, NOTES)
 TOOLBOXES = 40
 TOOLBOX_MEMO_SHARE = 0.6
 
 
 def _toolbox(seed: int, i: int) -> Family:
     rng = random.Random(f"{seed}:toolbox:{i}")
-    style = rng.choices(("snake", "module", "camel", "vendor"), (0.6, 0.1, 0.2, 0.1))[0]
+    style = rng.choices(*(STYLES_TOOLBOX_SHORT if seed >= SHORT_FROM_SEED else STYLES_TOOLBOX))[0]
     camel, prefix = rng.random() < 0.25, rng.choice(VENDORS)
     domains = rng.sample([d for d in DOMAINS if d not in HELD_OUT], rng.choice((3, 4, 4, 5)))
     protos = [(d, rng.choice(_protos(d, seed))) for d in domains]
     if rng.random() < TOOLBOX_MEMO_SHARE:
-        memo = next(p for p in _protos("calendar", seed) if p[0] == "add_memo")
+        memo = rng.choice([p for p in _protos("calendar", seed) if p[0] in KEEPERS]) if seed >= NOTES_FROM_SEED else \
+            next(p for p in _protos("calendar", seed) if p[0] == "add_memo")
         protos = [dp for dp in protos if dp[0] != "calendar"][:4] + [("calendar", memo)]
         rng.shuffle(protos)
     tools = list({t.name: t for t in (_spec(rng, d, p, style, camel, prefix, True) for d, p in protos)}.values())

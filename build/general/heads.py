@@ -231,6 +231,8 @@ add_memo | do: jot down; write down; note down; make a note; put this in my note
 convert_units | do: change a length; turn a distance; switch a length; express a distance differently | ask: how long is; how far is
 convert_temp | do: change degrees; turn a thermometer figure; switch how hot something is | ask: how hot is; how warm is
 convert_mass | do: change a weight; turn a weight; express how heavy something is | ask: how heavy is; what does it weigh
+# run I's spec (domains.NOTES)
+keep_note | do: jot down; write down; remember for me; put this in my notebook; save this for me; store this | ask: can you jot down; could you write down; will you remember
 post_status | do: share on my feed; tell my followers; put this on my wall; put up a note on my profile | ask: can you share on my feed; could you tell my followers
 """
 

@@ -36,7 +36,7 @@ _SIBLINGS = {"on": False}
 # specs whose work overlaps, so that one's request is not refused beside the other: every converter
 # of the units domain, and the reminder and the memo keeper; an expression tool computes what the
 # math domain's tools do
-OVERLAPS = ({"set_reminder", "add_memo"},)
+OVERLAPS = ({"set_reminder", "add_memo", "keep_note"},)
 NO_SIBLINGS = ("units",)
 
 

@@ -24,7 +24,7 @@ from typing import Any
 from . import heads
 from . import phrasing as ph
 from .domains import DOMAINS, FROM_TO_MENTIONS, HELD_OUT, MENTIONS
-from .families import Family, Param, ToolSpec, _protos, _spec
+from .families import KEEPERS, Family, Param, ToolSpec, _protos, _spec
 from .values import KINDS, Value, conversions_whole, errand, join_words, sums_more, units_apart, zero_division
 
 __all__ = ["Call", "Task", "MIX", "make_task", "ERRORS", "PAIRED_FROM_SEED", "PAIRED_SHARE", "REMIND_SHARE", "paired"]
@@ -178,7 +178,7 @@ def _reminder(rng: random.Random, spec: ToolSpec, val: bool) -> Task | None:
     tomorrow." and six of the demo's eight notes: its near misses refuse errands, and no request for a
     memo keeper was worded as one)."""
     memo = next((p for p in spec.params if p.kind == "memo"), None)
-    if memo is None or spec.base != "add_memo" or not heads.needs_on() or rng.random() >= REMIND_SHARE:
+    if memo is None or spec.base not in KEEPERS or not heads.needs_on() or rng.random() >= REMIND_SHARE:
         return None
     if any(p.required and p is not memo for p in spec.params):
         return None
@@ -193,7 +193,7 @@ MEMO_PICK = 0.35  # from run H's seed, of the single requests of a family with a
 
 
 def _single(rng: random.Random, family: Family, val: bool) -> Task:
-    keeper = next((t for t in family.tools if t.base == "add_memo"), None) if heads.needs_on() else None
+    keeper = next((t for t in family.tools if t.base in KEEPERS), None) if heads.needs_on() else None
     spec = keeper if keeper and rng.random() < MEMO_PICK else rng.choice(family.tools)
     reminder = _reminder(rng, spec, val)
     if reminder:

@@ -11,7 +11,7 @@ from collections import Counter
 import pytest
 
 from build.general import corpus, heads, phrasing
-from build.general.domains import DOMAINS, FIELDS_FROM_SEED
+from build.general.domains import DOMAINS, NOTES_FROM_SEED
 from build.general.families import REWORD_FROM_SEED, REWORD_SHARE, _protos, make_families
 from build.general.tasks import make_task
 
@@ -26,7 +26,7 @@ def records():
 
 def test_every_spec_has_heads_of_each_kind_sharing_no_word_with_its_description():
     for domain in DOMAINS:
-        for name, do, obj, _, _ in _protos(domain, FIELDS_FROM_SEED):  # the specs added by runs E, F and G too
+        for name, do, obj, _, _ in _protos(domain, NOTES_FROM_SEED):  # the specs added by runs E, F, G and I too
             got = heads.HEADS.get(name)
             assert got, f"{name} has no heads"
             assert len(got.get("do", ())) >= 3 and len(got.get("ask", ())) >= 1, name
@@ -36,7 +36,7 @@ def test_every_spec_has_heads_of_each_kind_sharing_no_word_with_its_description(
                 for h in hs:
                     assert not heads.content_words(h) & banned, (name, kind, h)
                     assert h == h.strip() and h[:1] == h[:1].lower() and h[-1:] not in ".?!,", (name, h)
-    assert set(heads.HEADS) == {p[0] for d in DOMAINS for p in _protos(d, FIELDS_FROM_SEED)}
+    assert set(heads.HEADS) == {p[0] for d in DOMAINS for p in _protos(d, NOTES_FROM_SEED)}
 
 
 def test_a_malformed_heads_line_is_refused_by_name():

@@ -82,7 +82,7 @@ def test_a_reminder_saves_the_errand_as_said_and_a_fact_to_keep_likewise(records
             (call,) = r["calls"]
             assert call["tool"].replace("_", "").endswith("addmemo"), call
             (content,) = call["input"].values()
-            assert content in _request(r) and content[:1] not in "\"'", (content, _request(r))
+            assert content.lower() in _request(r).lower() and content[:1] not in "\"'", (content, _request(r))
             kept["errand" if errand(content) else "fact"] += 1
             if errand(content) and frame not in phrasing.KEEP_FRAMES:
                 assert not re.search(r"(?i)remind me to remind|to to ", _request(r))
@@ -194,3 +194,22 @@ def test_the_seeds_before_run_is_make_no_sibling_near_misses():
         return sum(r["kind"] == "near_miss" and "; no tool here does that." in r["text"] for r in corpus.generate(seed, 800))
 
     assert refused_siblings(SIBLING_FROM_SEED - 1) == 0 and refused_siblings(SIBLING_FROM_SEED) > 20
+
+
+def test_the_note_keeper_and_one_word_names_come_with_run_is_seed_only():
+    from build.general.families import KEEPERS, SHORT_FROM_SEED
+
+    def bases(seed):
+        return {t.base for f in make_families(seed) for t in f.tools}
+
+    def one_word(seed):
+        return [t.name for f in make_families(seed) for t in f.tools if t.name == t.base.split("_")[-1] and "_" in t.base]
+
+    assert "keep_note" in bases(SHORT_FROM_SEED) and "keep_note" not in bases(SHORT_FROM_SEED - 1)
+    assert not one_word(SHORT_FROM_SEED - 1) and len(one_word(SHORT_FROM_SEED)) > 100
+    assert "of" not in {t.name for f in make_families(SHORT_FROM_SEED) for t in f.tools}  # percentage_of is "percentage"
+    keepers, families = Counter(), {f.id: f for f in make_families(SHORT_FROM_SEED)}
+    for r in corpus.generate(SHORT_FROM_SEED, 1500):
+        if r["frame"] in phrasing.REMIND_FRAMES + phrasing.KEEP_FRAMES:
+            keepers[families[r["family"]].tool(r["calls"][0]["tool"]).base] += 1
+    assert set(keepers) == set(KEEPERS), keepers

@@ -40,7 +40,7 @@ from .values import SUMS_FROM_SEED, big_numbers, said_whole, sums_said_more, uni
 __all__ = ["SEED", "SEEDS", "MIXES", "DOMAIN_WEIGHTS", "SPLITS", "INSTRUCTIONS", "Teacher", "converse", "render", "generate", "main"]
 
 SEED = 1  # the default seed: run A's corpus
-SEEDS = (1, 2, 4, 5, 6, 7)  # the corpora the committed adapter was trained on: runs A, B, D, E, F and G (TRAINING.md)
+SEEDS = (1, 2, 4, 5, 6, 7, 8, 9)  # the corpora the committed adapter was trained on: runs A, B, D, E, F, G, H and I (TRAINING.md)
 # a seed's kinds' shares where they are not tasks.MIX: run C's corpus has fewer near misses (run B
 # refused requests that reach a tool indirectly) and more calls of several tools; run F's fewer near
 # misses and more single calls (a third of run E's misses on the demo's tasks were refusals of

@@ -17,8 +17,9 @@ from __future__ import annotations
 import random
 import re
 import zlib
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
+
+from .values import switched
 
 __all__ = ["HEADS", "NEEDS", "NEEDS_FROM_SEED", "NEED_SHARE", "KINDS", "STOP", "content_words", "held_out", "draw", "needs", "needs_on"]
 
@@ -296,13 +297,8 @@ def needs_on() -> bool:
     return _NEEDS["on"]
 
 
-@contextmanager
-def needs(on: bool) -> Iterator[None]:
-    before, _NEEDS["on"] = _NEEDS["on"], on
-    try:
-        yield
-    finally:
-        _NEEDS["on"] = before
+def needs(on: bool) -> AbstractContextManager[None]:
+    return switched(_NEEDS, on)
 
 
 def content_words(text: str) -> set[str]:

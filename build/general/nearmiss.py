@@ -18,14 +18,13 @@ from __future__ import annotations
 
 import random
 import re
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 
 from . import phrasing as ph
 from .domains import DOMAINS
 from .families import Family, Param, ToolSpec, _protos, _spec
 from .tasks import Task, _mention, _request, _values, can_do
-from .values import Value, plural
+from .values import Value, plural, switched
 
 __all__ = ["near_miss", "FLAVOURS", "SIBLING_FROM_SEED", "SIBLING_SHARE", "siblings"]
 
@@ -40,13 +39,8 @@ OVERLAPS = ({"set_reminder", "add_memo", "keep_note"},)
 NO_SIBLINGS = ("units",)
 
 
-@contextmanager
-def siblings(on: bool) -> Iterator[None]:
-    before, _SIBLINGS["on"] = _SIBLINGS["on"], on
-    try:
-        yield
-    finally:
-        _SIBLINGS["on"] = before
+def siblings(on: bool) -> AbstractContextManager[None]:
+    return switched(_SIBLINGS, on)
 ACTIONS = (("delete", "delete"), ("cancel", "cancel"), ("change", "change"), ("undo", "undo"), ("edit", "edit"),
            ("remove", "remove"), ("share", "share"), ("export", "export"))
 ACTION_X = ("{a} the {thing} I {did} yesterday", "{a} my last {thing}", "{a} the {thing} from this morning",

@@ -16,8 +16,7 @@ Kinds (``MIX`` the default shares):
 from __future__ import annotations
 
 import random
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,7 +24,7 @@ from . import heads
 from . import phrasing as ph
 from .domains import DOMAINS, FROM_TO_MENTIONS, HELD_OUT, MENTIONS
 from .families import KEEPERS, Family, Param, ToolSpec, _protos, _spec
-from .values import KINDS, Value, conversions_whole, errand, join_words, sums_more, units_apart, zero_division
+from .values import KINDS, Value, conversions_whole, errand, join_words, sums_more, switched, units_apart, zero_division
 
 __all__ = ["Call", "Task", "MIX", "make_task", "ERRORS", "PAIRED_FROM_SEED", "PAIRED_SHARE", "REMIND_SHARE", "paired"]
 
@@ -217,13 +216,8 @@ _PAIRED = {"on": False}
 PAIRED_JOINS = (", and {c}", ", and also {c}", ", then {c}", "; and {c}", ", and the same {c}", " and {c}", "; then {c}")
 
 
-@contextmanager
-def paired(on: bool) -> Iterator[None]:
-    before, _PAIRED["on"] = _PAIRED["on"], on
-    try:
-        yield
-    finally:
-        _PAIRED["on"] = before
+def paired(on: bool) -> AbstractContextManager[None]:
+    return switched(_PAIRED, on)
 
 
 def _paired(rng: random.Random, family: Family, val: bool) -> Task | None:

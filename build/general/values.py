@@ -20,7 +20,7 @@ from build.model.worlds import TRAIN
 
 from . import lists
 
-__all__ = ["Kind", "KINDS", "Value", "errand", "spoken", "join_words", "plural", "big_numbers", "unit_words", "units_apart", "UNIT_WORDS",
+__all__ = ["Kind", "KINDS", "Value", "errand", "switched", "spoken", "join_words", "plural", "big_numbers", "unit_words", "units_apart", "UNIT_WORDS",
            "conversions_whole", "said_whole", "MORE_UNIT_WORDS", "sums_more", "sums_said_more", "zero_division", "SUMS_FROM_SEED"]
 
 # Numbers as people write large ones: "$250,000", "250k", "1.5 million euros", "12,400" (run C read
@@ -36,6 +36,11 @@ def _switched(switch: dict[str, bool], on: bool) -> Iterator[None]:
         yield
     finally:
         switch["on"] = before
+
+
+def switched(switch: dict[str, bool], on: bool) -> AbstractContextManager[None]:
+    """``switch["on"]`` set to ``on`` inside the ``with`` block: how a seed turns its additions on."""
+    return _switched(switch, on)
 
 
 def big_numbers(on: bool) -> AbstractContextManager[None]:

@@ -249,8 +249,8 @@ def _toolbox(seed: int, i: int) -> Family:
     domains = rng.sample([d for d in DOMAINS if d not in HELD_OUT], rng.choice((3, 4, 4, 5)))
     protos = [(d, rng.choice(_protos(d, seed))) for d in domains]
     if rng.random() < TOOLBOX_MEMO_SHARE:
-        memo = rng.choice([p for p in _protos("calendar", seed) if p[0] in KEEPERS]) if seed >= NOTES_FROM_SEED else \
-            next(p for p in _protos("calendar", seed) if p[0] == "add_memo")
+        keepers = [p for p in _protos("calendar", seed) if p[0] in KEEPERS]
+        memo = rng.choice(keepers) if len(keepers) > 1 else keepers[0]  # no draw where the seed has one (run H's)
         protos = [dp for dp in protos if dp[0] != "calendar"][:4] + [("calendar", memo)]
         rng.shuffle(protos)
     tools = list({t.name: t for t in (_spec(rng, d, p, style, camel, prefix, True) for d, p in protos)}.values())

@@ -128,16 +128,20 @@ def _reworded(rng: random.Random, spec: ToolSpec, val: bool, share: float, kinds
     return heads.draw(rng, spec.base, val, kinds)
 
 
-def _request(rng: random.Random, spec: ToolSpec, named: list[tuple[Param, Value]], val: bool, reword: float = 0.0) -> tuple[str, str, str]:
-    """(the request, its frame, its head where another than the description's phrase)."""
+def _head(rng: random.Random, spec: ToolSpec, val: bool, reword: float) -> tuple[str, str, str]:
+    """(the kind of head, the head a request starts with, that head where another than the description's phrase)."""
     other = _reworded(rng, spec, val, reword)
     if other:
-        kind, head = other
-    else:
-        kind = "obj" if spec.obj and rng.random() < 0.5 else "do"
-        head = spec.obj if kind == "obj" else spec.do
+        return other[0], other[1], other[1]
+    kind = "obj" if spec.obj and rng.random() < 0.5 else "do"
+    return kind, spec.obj if kind == "obj" else spec.do, ""
+
+
+def _request(rng: random.Random, spec: ToolSpec, named: list[tuple[Param, Value]], val: bool, reword: float = 0.0) -> tuple[str, str, str]:
+    """(the request, its frame, its head where another than the description's phrase)."""
+    kind, head, other = _head(rng, spec, val, reword)
     frame = rng.choice(ph.frames(_FRAMES[kind], val))
-    return ph.fill(ph.dress(rng, frame), x=_phrase(rng, head, named)), frame, head if other else ""
+    return ph.fill(ph.dress(rng, frame), x=_phrase(rng, head, named)), frame, other
 
 
 def _conversion(spec: ToolSpec) -> tuple[Param, Param, Param] | None:
@@ -238,12 +242,7 @@ def _paired(rng: random.Random, family: Family, val: bool) -> Task | None:
             break
     if len(rows) < 2:
         return None
-    other = _reworded(rng, spec, val, family.reworded)
-    if other:
-        kind, head = other
-    else:
-        kind = "obj" if spec.obj and rng.random() < 0.5 else "do"
-        head = spec.obj if kind == "obj" else spec.do
+    kind, head, other = _head(rng, spec, val, family.reworded)
     texts = [p for p, _ in first if p.kind == "text"]
     x = _phrase(rng, head, first)
     for row in rows[1:]:
@@ -251,7 +250,7 @@ def _paired(rng: random.Random, family: Family, val: bool) -> Task | None:
         x += rng.choice(PAIRED_JOINS).replace("{c}", clause)
     frame = rng.choice(ph.frames(_FRAMES[kind], val))
     calls = [Call(spec.name, _input(row), [v for p, v in row if p in varying]) for row in rows]
-    return Task("parallel", ph.fill(ph.dress(rng, frame), x=x), calls, frame=frame, head=head if other else "")
+    return Task("parallel", ph.fill(ph.dress(rng, frame), x=x), calls, frame=frame, head=other)
 
 
 def _parallel(rng: random.Random, family: Family, val: bool) -> Task | None:

@@ -30,7 +30,8 @@ _BIG = {"on": False}
 
 
 @contextmanager
-def _switched(switch: dict[str, bool], on: bool) -> Iterator[None]:
+def switched(switch: dict[str, bool], on: bool) -> Iterator[None]:
+    """``switch["on"]`` set to ``on`` inside the ``with`` block: how a seed turns its additions on."""
     before, switch["on"] = switch["on"], on
     try:
         yield
@@ -38,13 +39,8 @@ def _switched(switch: dict[str, bool], on: bool) -> Iterator[None]:
         switch["on"] = before
 
 
-def switched(switch: dict[str, bool], on: bool) -> AbstractContextManager[None]:
-    """``switch["on"]`` set to ``on`` inside the ``with`` block: how a seed turns its additions on."""
-    return _switched(switch, on)
-
-
 def big_numbers(on: bool) -> AbstractContextManager[None]:
-    return _switched(_BIG, on)
+    return switched(_BIG, on)
 
 
 # Units as people say them: "5 miles to kilometers" for an enum of "mi", "km" (run D's misses on the
@@ -68,7 +64,7 @@ def units_apart() -> bool:
 
 
 def unit_words(on: bool) -> AbstractContextManager[None]:
-    return _switched(_UNITS, on)
+    return switched(_UNITS, on)
 
 
 # From run F's seed: a conversion said whole, as people say one ("88.3 meter in cm", "how many feet
@@ -92,7 +88,7 @@ def conversions_whole() -> bool:
 
 
 def said_whole(on: bool) -> AbstractContextManager[None]:
-    return _switched(_WHOLE, on)
+    return switched(_WHOLE, on)
 
 
 @dataclass(frozen=True)
@@ -300,7 +296,7 @@ def sums_more() -> bool:
 
 
 def sums_said_more(on: bool) -> AbstractContextManager[None]:
-    return _switched(_SUMS, on)
+    return switched(_SUMS, on)
 
 
 def zero_division(rng: random.Random) -> Value:

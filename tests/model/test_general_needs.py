@@ -3,11 +3,10 @@ a tool through a need ("do I need an umbrella" for a forecast: run G refused it)
 memo keeper ("Remind me to call the plumber tomorrow.": refused), parallel calls that each have
 their own values of two or more fields (BFCL parallel: run G mixed one call's values with
 another's), and toolbox families of three to five domains, as a page's agent has. The seeds before
-make their corpora as they did. CPython only (the build scripts are not part of the package)."""
+make their corpora as they did (pinned in test_general_more.py). CPython only (the build scripts are not part of the package)."""
 
 from __future__ import annotations
 
-import hashlib
 import random
 import re
 from collections import Counter
@@ -133,35 +132,14 @@ def test_a_toolbox_refuses_only_what_none_of_its_domains_serves(records):
         assert not any(r["head"] in heads.HEADS.get(t.base, {}).get(k, ()) for t in family.tools for k in heads.KINDS), r["head"]
 
 
-# the first 300 conversations of run G's corpus (seed 7), as the run trained on it (checked against the cached corpus)
-SEED_7_FIRST_300 = "35d96de56bddb9c95f2358542bc25955047d59ea042a137112761444c04ade31"
-
-
-def test_run_gs_seed_makes_its_corpus_as_before_and_has_none_of_run_hs_additions():
-    digest = hashlib.sha256()
+def test_run_gs_seed_has_none_of_run_hs_additions():  # its corpus as before: test_general_more's FIRST_300
     before = corpus.generate(7, 300)
-    for r in before:
-        digest.update(r["text"].encode())
-    assert digest.hexdigest() == SEED_7_FIRST_300
     assert not any(r["domain"] == "toolbox" or r["head"] in NEED_HEADS for r in before)
     assert not any(r["frame"] in phrasing.REMIND_FRAMES + phrasing.KEEP_FRAMES for r in before)
     assert not any(f.domain == "toolbox" for f in make_families(7))
 
 
 # -- run I's seed (9): near misses that ask what a sibling tool of the same domain does --
-
-
-# the first 300 conversations of run H's and run I's corpora (seeds 8 and 9), as the runs trained on them
-FIRST_300 = {8: "036b06d293c9e01facd75d8d84330d4216638dbe1d038fc819cdd13e3c393213",
-             9: "6f28f1ed2b716f4312d96d35228ea27939503ca6be48bbaf666df26fcb5190a4"}
-
-
-@pytest.mark.parametrize("seed", sorted(FIRST_300))
-def test_run_hs_and_is_seeds_make_their_corpora_as_before(seed):
-    digest = hashlib.sha256()
-    for r in corpus.generate(seed, 300):
-        digest.update(r["text"].encode())
-    assert digest.hexdigest() == FIRST_300[seed]
 
 
 def test_a_siblings_request_is_refused_only_where_no_tool_of_the_family_does_that_work():

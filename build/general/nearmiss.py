@@ -11,7 +11,14 @@ a model that never saw one calls the closest tool with made-up values). Flavours
   tool (one value for the inputs given) does not compute;
 - ``sibling`` (from run I's seed, :data:`SIBLING_FROM_SEED`): what another tool of the same domain
   does, one the family lacks ("solve a quadratic" beside a prime checker and a gcd tool), asked as
-  that tool's requests are. Run H called the nearest tool on such requests (BFCL irrelevance 0.56).
+  that tool's requests are. Run H called the nearest tool on such requests (BFCL irrelevance 0.56);
+- ``output`` (from run J's seed, :data:`OUTPUT_FROM_SEED`): another quantity of the same domain asked
+  for with the values a tool of the family takes ("the monthly payment on a loan" with a compound
+  interest tool's principal, rate and years). Run I called the tool whose inputs the request gave,
+  whatever it asked for;
+- ``unknowns`` (from that seed): a tool's work asked with its required values left out, named by
+  letters ("for a principal P at rate r") or asked how it is done ("How do I convert a weight?"): the
+  final asks for the values rather than a call making them up.
 """
 
 from __future__ import annotations
@@ -19,16 +26,17 @@ from __future__ import annotations
 import random
 import re
 from contextlib import AbstractContextManager
+from dataclasses import replace
 
 from . import phrasing as ph
 from .domains import DOMAINS
 from .families import Family, Param, ToolSpec, _protos, _spec
 from .tasks import Task, _mention, _request, _values, can_do
-from .values import Value, plural, switched
+from .values import Value, join_words, plural, switched
 
-__all__ = ["near_miss", "FLAVOURS", "SIBLING_FROM_SEED", "SIBLING_SHARE", "siblings"]
+__all__ = ["near_miss", "FLAVOURS", "SIBLING_FROM_SEED", "SIBLING_SHARE", "siblings", "OUTPUT_FROM_SEED", "FIRST_SHARES", "outputs"]
 
-FLAVOURS = ("action", "range", "enum", "quantity", "sibling")
+FLAVOURS = ("action", "range", "enum", "quantity", "sibling", "output", "unknowns")
 SIBLING_FROM_SEED = 9
 SIBLING_SHARE = 0.45  # of the near misses, from that seed on: a sibling where the family has one
 _SIBLINGS = {"on": False}
@@ -41,6 +49,23 @@ NO_SIBLINGS = ("units",)
 
 def siblings(on: bool) -> AbstractContextManager[None]:
     return switched(_SIBLINGS, on)
+
+
+OUTPUT_FROM_SEED = 10
+# from that seed, of the near misses: the flavours tried first, each its share of the time (in this
+# order; where none is drawn or the family has none, the others in a random order)
+FIRST_SHARES = (("output", 0.35), ("sibling", 0.25), ("unknowns", 0.2))
+_OUTPUTS = {"on": False}
+# a request's unknowns: letters for its numbers; how-to questions for its work
+LETTERS = ("x", "y", "n", "a", "b", "k", "t", "v", "r", "p", "m", "d")
+UNKNOWN_X = ("{label} {v}", "a {label} of {v}", "{label} = {v}", "a given {label} {v}", "some {label} {v}")
+HOW_FRAMES = ("How do I {x}?", "How would I {x}?", "How can I {x}?", "What's the way to {x}?", "Explain how to {x}.",
+              "How does one {x}?", "how do you {x}", "Is there a formula to {x}?", "What are the steps to {x}?")
+
+
+def outputs(on: bool) -> AbstractContextManager[None]:
+    """Run J's seed's near misses: ``output`` and ``unknowns``, drawn first (:data:`FIRST_SHARES`)."""
+    return switched(_OUTPUTS, on)
 ACTIONS = (("delete", "delete"), ("cancel", "cancel"), ("change", "change"), ("undo", "undo"), ("edit", "edit"),
            ("remove", "remove"), ("share", "share"), ("export", "export"))
 ACTION_X = ("{a} the {thing} I {did} yesterday", "{a} my last {thing}", "{a} the {thing} from this morning",
@@ -149,9 +174,8 @@ def _quantity(rng: random.Random, family: Family, val: bool) -> Task | None:
                 thought=f"The tools give {spec.obj} now, not its history or average.", frame=frame)
 
 
-def _sibling(rng: random.Random, family: Family, val: bool) -> Task | None:
-    if not _SIBLINGS["on"]:
-        return None
+def _lacking(family: Family) -> list[tuple[str, tuple[str, ...]]]:
+    """(domain, spec) of the specs of the family's domains that no tool of the family does."""
     have = {t.base for t in family.tools}
     if "calculate_expression" in have:
         have |= {p[0] for p in _protos("math", SIBLING_FROM_SEED)}
@@ -159,7 +183,13 @@ def _sibling(rng: random.Random, family: Family, val: bool) -> Task | None:
         if have & group:
             have |= group
     domains = sorted({t.domain for t in family.tools if t.domain not in NO_SIBLINGS})
-    options = [(d, p) for d in domains for p in _protos(d, SIBLING_FROM_SEED) if p[0] not in have]
+    return [(d, p) for d in domains for p in _protos(d, SIBLING_FROM_SEED) if p[0] not in have]
+
+
+def _sibling(rng: random.Random, family: Family, val: bool) -> Task | None:
+    if not _SIBLINGS["on"]:
+        return None
+    options = _lacking(family)
     if not options:
         return None
     domain, proto = rng.choice(options)
@@ -168,15 +198,67 @@ def _sibling(rng: random.Random, family: Family, val: bool) -> Task | None:
     return Task("near_miss", prompt, reply=_reply(rng, family, spec.do), thought=f"Asked to {spec.do}; no tool here does that.", frame=frame, head=head)
 
 
-_FLAVOURS = {"action": _action, "range": _range, "enum": _enum, "quantity": _quantity, "sibling": _sibling}
+def _output(rng: random.Random, family: Family, val: bool) -> Task | None:
+    """Another quantity of a tool's domain asked for with that tool's values."""
+    if not _OUTPUTS["on"]:
+        return None
+    lacking = _lacking(family)
+    options = [(t, p) for t in family.tools if t.params for d, p in lacking if d == t.domain and p[2]]
+    if not options:
+        return None
+    spec, proto = rng.choice(options)
+    other = _spec(rng, spec.domain, proto, "snake", False, "", True)
+    prompt, frame, _ = _request(rng, replace(spec, do=other.do, obj=other.obj), _values(rng, spec), val)
+    gives = f"{spec.name} gives {spec.obj}, not that" if spec.obj else f"{spec.name} does not give it"
+    return Task("near_miss", prompt, reply=_reply(rng, family, f"give {other.obj}"), thought=f"Asked for {other.obj}; {gives}.",
+                frame=frame)
+
+
+def _unknowns(rng: random.Random, family: Family, val: bool) -> Task | None:
+    """A tool's work asked for without its required values (letters in their place, or how it is done)."""
+    if not _OUTPUTS["on"]:
+        return None
+    options = [t for t in family.tools if any(p.required for p in t.params)]
+    if not options:
+        return None
+    spec = rng.choice(options)
+    needed = [p for p in spec.params if p.required]
+    numbers = [p for p in needed if p.kind in ("num", "int", "money", "pct")]
+    if rng.random() < 0.35 or not numbers:
+        frame = rng.choice(ph.frames(HOW_FRAMES, val))
+        prompt = ph.fill(frame, x=spec.do)
+    else:
+        letters = rng.sample(LETTERS, len(numbers))
+        said = join_words(rng, [rng.choice(UNKNOWN_X).format(label=p.label, v=v) for p, v in zip(numbers, letters)])
+        kind = "obj" if spec.obj and rng.random() < 0.5 else "do"
+        frame = rng.choice(ph.frames(ph.OBJ_FRAMES if kind == "obj" else ph.DO_FRAMES, val))
+        prompt = ph.fill(ph.dress(rng, frame), x=f"{spec.obj if kind == 'obj' else spec.do} for {said}")
+    labels = join_words(rng, [p.label for p in needed])
+    what, which = ("What is it?", "Which one") if len(needed) == 1 else ("What are they?", "Which ones")
+    reply = rng.choice((f"I can {spec.do} with {spec.name} once I have the {labels}. {what}",
+                        f"Tell me the {labels} and I will {spec.do} with {spec.name}.",
+                        f"To {spec.do} I need actual values for the {labels}. {which} should I use?"))
+    return Task("near_miss", prompt, reply=reply, thought=f"No values given for the {labels}; ask for them.", frame=frame)
+
+
+_FLAVOURS = {"action": _action, "range": _range, "enum": _enum, "quantity": _quantity, "sibling": _sibling, "output": _output,
+             "unknowns": _unknowns}
 
 
 def near_miss(rng: random.Random, family: Family, val: bool, flavour: str | None = None) -> Task | None:
     """A near-miss task of the flavour (drawn where not given), or None where the family has none."""
     if flavour:
         kinds = [flavour]
+    elif _OUTPUTS["on"]:
+        r, first = rng.random(), []
+        for name, share in FIRST_SHARES:
+            if r < share:
+                first = [name]
+                break
+            r -= share
+        kinds = first + rng.sample(FLAVOURS, len(FLAVOURS))
     elif _SIBLINGS["on"]:
-        kinds = (["sibling"] if rng.random() < SIBLING_SHARE else []) + rng.sample(FLAVOURS, len(FLAVOURS))
+        kinds = (["sibling"] if rng.random() < SIBLING_SHARE else []) + rng.sample(FLAVOURS[:5], 5)
     else:
         kinds = rng.sample(FLAVOURS[:4], 4)  # as the seeds before drew them
     for k in kinds:

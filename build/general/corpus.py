@@ -34,7 +34,7 @@ from .domains import EXTRA_FROM_SEED, MORE_FROM_SEED
 from .families import REWORD_FROM_SEED, Family, Runtime, aerix_tools, make_families
 from .heads import NEEDS_FROM_SEED, needs
 from .nearmiss import OUTPUT_FROM_SEED, SIBLING_FROM_SEED, outputs, siblings
-from .tasks import MIX, PAIRED_FROM_SEED, Task, make_task, paired
+from .tasks import MIX, MORE_PAIRED_FROM_SEED, PAIRED_FROM_SEED, Task, make_task, more_paired, paired
 from .values import SUMS_FROM_SEED, big_numbers, said_whole, sums_said_more, unit_words
 
 __all__ = ["SEED", "SEEDS", "MIXES", "DOMAIN_WEIGHTS", "SPLITS", "INSTRUCTIONS", "Teacher", "converse", "render", "generate", "main"]
@@ -61,6 +61,9 @@ MIXES[9] = {"single": 0.23, "parallel": 0.16, "multiple": 0.15, "irrelevant": 0.
 # inputs a request gave, whatever it asked for (BFCL irrelevance 0.56)
 MIXES[10] = {"single": 0.22, "parallel": 0.16, "multiple": 0.14, "irrelevant": 0.11, "near_miss": 0.15, "error": 0.08,
              "two_requests": 0.14}
+# run K's: seed 10's, a little more parallel (more of them paired: tasks.MORE_PAIRED_SHARE)
+MIXES[11] = {"single": 0.21, "parallel": 0.18, "multiple": 0.14, "irrelevant": 0.11, "near_miss": 0.14, "error": 0.08,
+             "two_requests": 0.14}
 # a seed's domains drawn more often than the others (a family's weight; 1 where not named): run F's
 # corpus draws the domains of its additions (conversions asked for whole, the memo tools) more often,
 # so a 400-step run sees them some hundred times rather than some tens
@@ -72,6 +75,8 @@ DOMAIN_WEIGHTS = {6: {"units": 3.0, "calendar": 2.0, "messaging": 2.0}, 7: {"uni
 DOMAIN_WEIGHTS[9] = DOMAIN_WEIGHTS[8]
 # run J's: the sciences' domains, whose tools' quantities lie close together, twice as often
 DOMAIN_WEIGHTS[10] = {**DOMAIN_WEIGHTS[8], "geometry": 2.0, "chemistry": 2.0, "finance": 1.5}
+# run K's: finance's rates taken as decimals (families.FRACTION_FROM_SEED) three times as often
+DOMAIN_WEIGHTS[11] = {**DOMAIN_WEIGHTS[10], "finance": 3.0}
 SPLITS = {"train": 0.90, "val_family": 0.05, "val_phrasing": 0.05}
 # what {domain} says in the instructions where a family's domain is not a topic
 TOPICS = {"toolbox": "everyday"}
@@ -217,7 +222,7 @@ def generate(seed: int, count: int, mix: dict[str, float] | None = None, splits:
     try:
         with big_numbers(seed >= REWORD_FROM_SEED), unit_words(seed >= EXTRA_FROM_SEED), said_whole(seed >= MORE_FROM_SEED), \
                 sums_said_more(seed >= SUMS_FROM_SEED), needs(seed >= NEEDS_FROM_SEED), paired(seed >= PAIRED_FROM_SEED), \
-                siblings(seed >= SIBLING_FROM_SEED), outputs(seed >= OUTPUT_FROM_SEED):
+                siblings(seed >= SIBLING_FROM_SEED), outputs(seed >= OUTPUT_FROM_SEED), more_paired(seed >= MORE_PAIRED_FROM_SEED):
             while len(out) < count:
                 split, kind = _pick(rng, splits), _pick(rng, mix)
                 task = None

@@ -10,7 +10,7 @@ optional, ``name?=D`` optional with a default. A result field is ``name:n:LO:HI`
 
 from __future__ import annotations
 
-__all__ = ["DOMAINS", "EXTRA", "EXTRA_FROM_SEED", "MORE", "MORE_FROM_SEED", "FIELDS", "FIELDS_FROM_SEED", "NOTES", "NOTES_FROM_SEED", "HELD_OUT", "MENTIONS",
+__all__ = ["DOMAINS", "EXTRA", "EXTRA_FROM_SEED", "MORE", "MORE_FROM_SEED", "FIELDS", "FIELDS_FROM_SEED", "NOTES", "NOTES_FROM_SEED", "RATES", "RATES_FROM_SEED", "HELD_OUT", "MENTIONS",
            "FROM_TO_MENTIONS"]
 
 DOMAINS: dict[str, str] = {
@@ -294,6 +294,27 @@ NOTES_FROM_SEED = 9
 NOTES: dict[str, str] = {
     "calendar": """
 keep_note | keep a note | | note:memo | note:id:N-#### kept:w:yes
+""",
+}
+# From this seed on (run K's corpus), more specs that take a rate, as a percent or (families.FRACTION_SHARE
+# of them, families.FRACTION_FROM_SEED) as a decimal: run J passed "5%" as 5 to tools that take 0.05.
+RATES_FROM_SEED = 11
+RATES: dict[str, str] = {
+    "finance": """
+savings_growth | project savings growth | the growth of savings | deposit:money annual_rate:pct years:int:1:40:year | balance:f:100:900000
+inflation_adjust | adjust an amount for inflation | an amount adjusted for inflation | amount:money inflation_rate:pct years:int:1:50:year | adjusted:f:1:900000
+""",
+    "banking": """
+deposit_interest | work out the interest on a deposit | the interest on a deposit | amount:money rate:pct months:int:1:60:month | interest:f:0.5:9000
+""",
+    "realestate": """
+rent_increase | apply a rent increase | the new rent | rent:money increase_rate:pct | new_rent:f:100:9000
+""",
+    "shopping": """
+discount_price | apply a discount to a price | the price after a discount | price:money discount_rate:pct | final:f:1:9000
+""",
+    "hr": """
+salary_raise | work out a salary after a raise | the salary after a raise | salary:money raise_rate:pct | new_salary:f:1000:500000
 """,
 }
 # their mentions, from that seed on (MENTIONS' keys are the seeds before's: a "to" there would reword send_email's)

@@ -17,14 +17,15 @@ import json
 import random
 import re
 import zlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from aerix import tool
 from aerix.tools import Tool
 
 from . import lists
-from .domains import DOMAINS, EXTRA, EXTRA_FROM_SEED, FIELDS, FIELDS_FROM_SEED, HELD_OUT, MORE, MORE_FROM_SEED, NOTES, NOTES_FROM_SEED
+from .domains import (DOMAINS, EXTRA, EXTRA_FROM_SEED, FIELDS, FIELDS_FROM_SEED, HELD_OUT, MORE, MORE_FROM_SEED, NOTES, NOTES_FROM_SEED,
+                      RATES, RATES_FROM_SEED)
 from .values import KINDS
 
 __all__ = ["Param", "ToolSpec", "Family", "Runtime", "make_families", "aerix_tools", "result_for", "PER_DOMAIN", "VAL_FAMILY_SHARE",
@@ -108,7 +109,8 @@ def _returns(text: str) -> tuple[tuple[str, str, tuple[str, ...]], ...]:
 
 
 # the specs later corpora add, in the order they follow a domain's own: (the first seed, the specs)
-_ADDED = ((EXTRA_FROM_SEED, EXTRA), (MORE_FROM_SEED, MORE), (FIELDS_FROM_SEED, FIELDS), (NOTES_FROM_SEED, NOTES))
+_ADDED = ((EXTRA_FROM_SEED, EXTRA), (MORE_FROM_SEED, MORE), (FIELDS_FROM_SEED, FIELDS), (NOTES_FROM_SEED, NOTES),
+          (RATES_FROM_SEED, RATES))
 
 
 def _protos(domain: str, seed: int = 0) -> list[tuple[str, str, str, str, str]]:
@@ -149,11 +151,17 @@ _UNIT_NAMES = {"kg": "kilograms", "cm": "centimeters", "m": "meters", "km": "kil
                "c": "degrees Celsius", "g": "grams", "mol": "moles", "k": "kelvin", "m2": "square meters", "h": "hours"}
 
 
+FRACTION_WORDS = (" as a decimal", ", a decimal fraction (0.05 for 5%)", " as a fraction of 1", " as a decimal, e.g. 0.05 for 5%",
+                  " (decimal, not percent)")
+
+
 def _param_description(rng: random.Random, p: Param) -> str | None:
     if rng.random() < 0.25:
         return None
     label = p.label.capitalize()
     extra = {"date": " as YYYY-MM-DD", "time": " as HH:MM (24-hour)", "pct": ", in percent", "money": ", an amount of money"}.get(p.kind, "")
+    if p.kind == "frac":
+        extra = rng.choice(FRACTION_WORDS)
     if p.kind == "num" and len(p.args) > 2 and p.args[2] in _UNIT_NAMES:
         extra = f" in {_UNIT_NAMES[p.args[2]]}"
     if p.kind == "list":
@@ -186,11 +194,25 @@ def _name(style: str, domain: str, base: str, prefix: str) -> str:
     return base
 
 
+# From this seed on (run K's corpus), FRACTION_SHARE of the rates a spec takes (a percent field
+# named for a rate: annual_rate, rate) are taken as a decimal, as many finance tools take them: the
+# schema's maximum is 1 and the description, where there is one, says so ("as a decimal"); "4.5%"
+# is passed as 0.045. Run J passed every rate said in percent as the percent.
+FRACTION_FROM_SEED = 11
+FRACTION_SHARE = 0.5
+
+
+def _as_fraction(rng: random.Random, p: Param) -> Param:
+    return replace(p, kind="frac") if p.kind == "pct" and "rate" in p.base and rng.random() < FRACTION_SHARE else p
+
+
 def _spec(rng: random.Random, domain: str, proto: tuple[str, ...], style: str, camel: bool, prefix: str,
-          noun_descriptions: bool = False) -> ToolSpec:
+          noun_descriptions: bool = False, fractions: bool = False) -> ToolSpec:
     base, do, obj, params_text, returns_text = proto
     params = tuple(_param(s, camel) for s in params_text.split())
     params = tuple(p for p in params if p.required or rng.random() < 0.75)
+    if fractions:
+        params = tuple(_as_fraction(rng, p) for p in params)
     description = _description(rng, do, params, obj if noun_descriptions else "")
     return ToolSpec(_name(style, domain, base, prefix), base, domain, do, obj, description, params, _returns(returns_text),
                     _schema(rng, params))
@@ -215,12 +237,12 @@ def _family(seed: int, domain: str, i: int) -> Family:
     style = rng.choices(*(STYLES_SHORT if seed >= SHORT_FROM_SEED else STYLES))[0]
     camel = rng.random() < 0.25
     prefix = rng.choice(VENDORS)
-    reword = seed >= REWORD_FROM_SEED
-    tools = [_spec(rng, domain, p, style, camel, prefix, reword) for p in chosen]
+    reword, fractions = seed >= REWORD_FROM_SEED, seed >= FRACTION_FROM_SEED
+    tools = [_spec(rng, domain, p, style, camel, prefix, reword, fractions) for p in chosen]
     others = [d for d in DOMAINS if d != domain and (d not in HELD_OUT or domain in HELD_OUT)]
     if rng.random() < 0.25:  # one tool of another domain: a request still picks its own tool
         other = rng.choice(others)
-        tools.append(_spec(rng, other, rng.choice(_protos(other, seed)), style, camel, prefix, reword))
+        tools.append(_spec(rng, other, rng.choice(_protos(other, seed)), style, camel, prefix, reword, fractions))
     fid = f"{domain}-{i:02d}"
     held = domain in HELD_OUT or zlib.crc32(f"{seed}:{fid}".encode()) % 1000 < VAL_FAMILY_SHARE * 1000
     names = [t.name for t in tools]
@@ -253,7 +275,8 @@ def _toolbox(seed: int, i: int) -> Family:
         memo = rng.choice(keepers) if len(keepers) > 1 else keepers[0]  # no draw where the seed has one (run H's)
         protos = [dp for dp in protos if dp[0] != "calendar"][:4] + [("calendar", memo)]
         rng.shuffle(protos)
-    tools = list({t.name: t for t in (_spec(rng, d, p, style, camel, prefix, True) for d, p in protos)}.values())
+    fractions = seed >= FRACTION_FROM_SEED
+    tools = list({t.name: t for t in (_spec(rng, d, p, style, camel, prefix, True, fractions) for d, p in protos)}.values())
     fid = f"toolbox-{i:02d}"
     held = zlib.crc32(f"{seed}:{fid}".encode()) % 1000 < VAL_FAMILY_SHARE * 1000
     return Family(fid, "toolbox", "val_family" if held else "train", tuple(tools), rng.random() < 0.4, REWORD_SHARE)

@@ -223,7 +223,7 @@ def _unknowns(rng: random.Random, family: Family, val: bool) -> Task | None:
         return None
     spec = rng.choice(options)
     needed = [p for p in spec.params if p.required]
-    numbers = [p for p in needed if p.kind in ("num", "int", "money", "pct")]
+    numbers = [p for p in needed if p.kind in ("num", "int", "money", "pct", "frac")]
     if rng.random() < 0.35 or not numbers:
         frame = rng.choice(ph.frames(HOW_FRAMES, val))
         prompt = ph.fill(frame, x=spec.do)

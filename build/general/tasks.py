@@ -218,16 +218,27 @@ PAIRED_FROM_SEED = 8
 PAIRED_SHARE = 0.4
 _PAIRED = {"on": False}
 PAIRED_JOINS = (", and {c}", ", and also {c}", ", then {c}", "; and {c}", ", and the same {c}", " and {c}", "; then {c}")
+# from run K's seed: more of them (run J mixed one call's values into the next on BFCL parallel), and
+# the later calls said as a repeat with other values
+MORE_PAIRED_FROM_SEED = 11
+MORE_PAIRED_SHARE = 0.6
+MORE_PAIRED_JOINS = (". Do the same for {c}", ". Then the same again with {c} instead", "; and once more for {c}",
+                     ". Repeat that for {c}", ", and then {c} as well", ". Same again, but {c}")
+_MORE_PAIRED = {"on": False}
 
 
 def paired(on: bool) -> AbstractContextManager[None]:
     return switched(_PAIRED, on)
 
 
+def more_paired(on: bool) -> AbstractContextManager[None]:
+    return switched(_MORE_PAIRED, on)
+
+
 def _paired(rng: random.Random, family: Family, val: bool) -> Task | None:
     """Several calls of one tool, each with its own values of two or more required fields."""
     options = [t for t in family.tools if sum(p.required and p.kind in PARALLEL_KINDS for p in t.params) >= 2]
-    if not _PAIRED["on"] or not options or rng.random() >= PAIRED_SHARE:
+    if not _PAIRED["on"] or not options or rng.random() >= (MORE_PAIRED_SHARE if _MORE_PAIRED["on"] else PAIRED_SHARE):
         return None
     spec = rng.choice(options)
     first = _values(rng, spec)
@@ -247,7 +258,7 @@ def _paired(rng: random.Random, family: Family, val: bool) -> Task | None:
     x = _phrase(rng, head, first)
     for row in rows[1:]:
         clause = " ".join(_mention(rng, p, v, not texts or p is texts[0]) for p, v in row if p in varying)
-        x += rng.choice(PAIRED_JOINS).replace("{c}", clause)
+        x += rng.choice(PAIRED_JOINS + MORE_PAIRED_JOINS if _MORE_PAIRED["on"] else PAIRED_JOINS).replace("{c}", clause)
     frame = rng.choice(ph.frames(_FRAMES[kind], val))
     calls = [Call(spec.name, _input(row), [v for p, v in row if p in varying]) for row in rows]
     return Task("parallel", ph.fill(ph.dress(rng, frame), x=x), calls, frame=frame, head=other)

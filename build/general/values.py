@@ -270,6 +270,12 @@ def _pct(rng: random.Random, args: list[str]) -> Value:
     return Value(v, rng.choice((f"{v}%", f"{text} percent", f"{v} per cent", f"{v}%")), f"{v}%")
 
 
+def _frac(rng: random.Random, args: list[str]) -> Value:
+    """A rate said in percent and passed as a decimal ("4.5%" -> 0.045): run K's seed on (families.FRACTION_FROM_SEED)."""
+    v = _pct(rng, args)
+    return Value(round(v.input / 100, 6), v.said, v.short)
+
+
 def _enum_draw(rng: random.Random, args: list[str]) -> Value:
     v = rng.choice(args[0].split(","))
     shown = v.replace("_", " ")
@@ -462,6 +468,7 @@ KINDS: dict[str, Kind] = {
     "num": Kind(_num_schema(False), _num_draw, ("{v}", "of {v}", "for {v}")),
     "money": Kind(lambda a: {"type": "number", "minimum": 0}, _money, ("{v}", "of {v}", "for {v}")),
     "pct": Kind(lambda a: {"type": "number", "minimum": 0, "maximum": 100}, _pct, ("at {v}", "of {v}", "with {v}")),
+    "frac": Kind(lambda a: {"type": "number", "minimum": 0, "maximum": 1}, _frac, ("at {v}", "of {v}", "with {v}")),
     "date": Kind(lambda a: {"type": "string", "pattern": "^[0-9]{4}-[0-9]{2}-[0-9]{2}$"}, lambda r, a: date(r), ("on {v}", "for {v}", "dated {v}")),
     "time": Kind(lambda a: {"type": "string", "pattern": "^[0-9]{2}:[0-9]{2}$"}, lambda r, a: clock(r), ("at {v}", "for {v}")),
     "enum": Kind(lambda a: {"type": "string", "enum": a[0].split(",")}, _enum_draw, ("{v} {noun}", "with {noun} {v}", "({noun}: {v})", "{v}")),

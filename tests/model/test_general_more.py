@@ -103,7 +103,7 @@ FIRST_300 = {5: "e8998948af8e85e4485eee86576a47c5a98718b20d4f520a1376e3c242be75f
              8: "036b06d293c9e01facd75d8d84330d4216638dbe1d038fc819cdd13e3c393213",
              9: "6f28f1ed2b716f4312d96d35228ea27939503ca6be48bbaf666df26fcb5190a4",
              10: "543d5a31de6c6d8778b11a634d8ed313ba9f0f0f646c2fdca95607ce2fed06b5",
-             11: "4683dfc0588e2ee8402d5ccc62e5d16fe322bf714d1f24e020acbfae028167e9"}
+             11: "addb069827ddace2de6aeb834bf751213daf8b5a9c0cc5decded57f4ba6812bd"}
 
 
 @pytest.mark.parametrize("seed", sorted(FIRST_300))

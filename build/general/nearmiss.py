@@ -31,7 +31,7 @@ from dataclasses import replace
 from . import phrasing as ph
 from .domains import DOMAINS
 from .families import Family, Param, ToolSpec, _protos, _spec
-from .tasks import Task, _mention, _request, _values, can_do
+from .tasks import _FRAMES, Task, _head, _mention, _request, _values, can_do
 from .values import Value, join_words, plural, switched
 
 __all__ = ["near_miss", "FLAVOURS", "SIBLING_FROM_SEED", "SIBLING_SHARE", "siblings", "OUTPUT_FROM_SEED", "FIRST_SHARES", "outputs"]
@@ -230,9 +230,9 @@ def _unknowns(rng: random.Random, family: Family, val: bool) -> Task | None:
     else:
         letters = rng.sample(LETTERS, len(numbers))
         said = join_words(rng, [rng.choice(UNKNOWN_X).format(label=p.label, v=v) for p, v in zip(numbers, letters)])
-        kind = "obj" if spec.obj and rng.random() < 0.5 else "do"
-        frame = rng.choice(ph.frames(ph.OBJ_FRAMES if kind == "obj" else ph.DO_FRAMES, val))
-        prompt = ph.fill(ph.dress(rng, frame), x=f"{spec.obj if kind == 'obj' else spec.do} for {said}")
+        kind, head, _ = _head(rng, spec, val, 0.0)
+        frame = rng.choice(ph.frames(_FRAMES[kind], val))
+        prompt = ph.fill(ph.dress(rng, frame), x=f"{head} for {said}")
     labels = join_words(rng, [p.label for p in needed])
     what, which = ("What is it?", "Which one") if len(needed) == 1 else ("What are they?", "Which ones")
     reply = rng.choice((f"I can {spec.do} with {spec.name} once I have the {labels}. {what}",

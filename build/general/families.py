@@ -25,11 +25,12 @@ from aerix.tools import Tool
 
 from . import lists
 from .domains import (DOMAINS, EXTRA, EXTRA_FROM_SEED, FIELDS, FIELDS_FROM_SEED, HELD_OUT, MORE, MORE_FROM_SEED, NOTES, NOTES_FROM_SEED,
-                      RATES, RATES_FROM_SEED)
+                      RATES, RATES_FROM_SEED, KEEP, KEEP_FROM_SEED)
 from .values import KINDS
 
 __all__ = ["Param", "ToolSpec", "Family", "Runtime", "make_families", "aerix_tools", "result_for", "PER_DOMAIN", "VAL_FAMILY_SHARE",
-           "REWORD_FROM_SEED", "REWORD_SHARE", "TOOLBOX_FROM_SEED", "TOOLBOXES", "TOOLBOX_MEMO_SHARE", "SHORT_FROM_SEED", "KEEPERS"]
+           "REWORD_FROM_SEED", "REWORD_SHARE", "TOOLBOX_FROM_SEED", "TOOLBOXES", "TOOLBOX_MEMO_SHARE", "SHORT_FROM_SEED", "KEEPERS",
+           "TOOLBOX_CALC_FROM_SEED", "TOOLBOX_CALC_SHARE"]
 
 PER_DOMAIN = 14  # families drawn from each domain
 VAL_FAMILY_SHARE = 0.08  # of the other domains' families, the share held out (a hash of the family id)
@@ -110,7 +111,7 @@ def _returns(text: str) -> tuple[tuple[str, str, tuple[str, ...]], ...]:
 
 # the specs later corpora add, in the order they follow a domain's own: (the first seed, the specs)
 _ADDED = ((EXTRA_FROM_SEED, EXTRA), (MORE_FROM_SEED, MORE), (FIELDS_FROM_SEED, FIELDS), (NOTES_FROM_SEED, NOTES),
-          (RATES_FROM_SEED, RATES))
+          (RATES_FROM_SEED, RATES), (KEEP_FROM_SEED, KEEP))
 
 
 def _protos(domain: str, seed: int = 0) -> list[tuple[str, str, str, str, str]]:
@@ -259,9 +260,14 @@ def _family(seed: int, domain: str, i: int) -> Family:
 # run G refused plain requests of the demo's five tools, all of different domains. A share of them
 # keep memos (run G refused the demo's notes). Their domain is "toolbox".
 TOOLBOX_FROM_SEED = 8
-KEEPERS = ("add_memo", "keep_note")  # the specs that keep the user's words as said (domains.MORE, NOTES)
+KEEPERS = ("add_memo", "keep_note", "add_todo", "write_entry", "store_text")  # the specs that keep the user's words as said (domains.MORE, NOTES, KEEP)
 TOOLBOXES = 40
 TOOLBOX_MEMO_SHARE = 0.6
+# from run M's seed, this share of the toolboxes have the math domain's expression tool, as a page's
+# agent has a calculator: seed 11 asked it in some 80 conversations of 20,000, its divisions by zero
+# in some 50, and run K refused all four of the demo's
+TOOLBOX_CALC_FROM_SEED = 12
+TOOLBOX_CALC_SHARE = 0.4
 
 
 def _toolbox(seed: int, i: int) -> Family:
@@ -270,6 +276,10 @@ def _toolbox(seed: int, i: int) -> Family:
     camel, prefix = rng.random() < 0.25, rng.choice(VENDORS)
     domains = rng.sample([d for d in DOMAINS if d not in HELD_OUT], rng.choice((3, 4, 4, 5)))
     protos = [(d, rng.choice(_protos(d, seed))) for d in domains]
+    if seed >= TOOLBOX_CALC_FROM_SEED and rng.random() < TOOLBOX_CALC_SHARE:
+        calc = next(p for p in _protos("math", seed) if p[0] == "calculate_expression")
+        protos = [("math", calc)] + [dp for dp in protos if dp[0] != "math"][:3]
+        rng.shuffle(protos)
     if rng.random() < TOOLBOX_MEMO_SHARE:
         keepers = [p for p in _protos("calendar", seed) if p[0] in KEEPERS]
         memo = rng.choice(keepers) if len(keepers) > 1 else keepers[0]  # no draw where the seed has one (run H's)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import random
 import zlib
 
-__all__ = ["DO_FRAMES", "OBJ_FRAMES", "ASK_FRAMES", "MULTI_FRAMES", "PARALLEL_FRAMES", "REMIND_FRAMES", "KEEP_FRAMES", "CHAT", "GREETINGS", "THANKS", "held_out", "frames", "dress", "FOLLOW_LEADS"]
+__all__ = ["DO_FRAMES", "OBJ_FRAMES", "ASK_FRAMES", "MULTI_FRAMES", "PARALLEL_FRAMES", "REMIND_FRAMES", "KEEP_FRAMES", "NOTE_FRAMES", "CHAT", "GREETINGS", "THANKS", "held_out", "frames", "dress", "FOLLOW_LEADS"]
 
 DO_FRAMES = (
     "Please {x}.", "Can you {x}?", "Could you {x}?", "{X}.", "{X}, please.", "I need you to {x}.", "Would you {x}?",
@@ -60,6 +60,13 @@ REMIND_FRAMES = (
 KEEP_FRAMES = (
     "Remember that {v}.", "Keep in mind that {v}.", "Don't let me forget: {v}.", "So I don't forget, {v}.", "For later: {v}.",
     "Can you remember that {v}?", "Please keep this: {v}.", "I'll need this later: {v}.", "Hold on to this for me: {v}.",
+)
+# from run M's seed, a memo keeper also asked as people head a note, an errand or a fact alike
+# ("Quick note: call the plumber"): run K refused such notes or sent them to another tool
+NOTE_FRAMES = (
+    "Note to self: {v}", "Quick note: {v}", "Add to my notes: {v}", "Make a note: {v}", "Write this down: {v}",
+    "Take this down: {v}", "For my notes: {v}", "Memo: {v}", "Note this: {v}", "A note for later: {v}",
+    "Log this for me: {v}", "Add a note saying {v}", "Could you note: {v}", "Please write down: {v}",
 )
 # {x}: the request with its first value; {rest}: the others ("Madrid and Oslo")
 PARALLEL_FRAMES = (

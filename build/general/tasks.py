@@ -26,7 +26,8 @@ from .domains import DOMAINS, FROM_TO_MENTIONS, HELD_OUT, MENTIONS
 from .families import KEEPERS, Family, Param, ToolSpec, _protos, _spec
 from .values import KINDS, Value, conversions_whole, errand, join_words, sums_more, switched, units_apart, zero_division
 
-__all__ = ["Call", "Task", "MIX", "make_task", "ERRORS", "PAIRED_FROM_SEED", "PAIRED_SHARE", "REMIND_SHARE", "paired"]
+__all__ = ["Call", "Task", "MIX", "make_task", "ERRORS", "PAIRED_FROM_SEED", "PAIRED_SHARE", "REMIND_SHARE", "paired",
+           "NOTE_FROM_SEED", "NOTE_SHARE", "notes_headed", "ZERO_FROM_SEED", "ZERO_SINGLE_SHARE", "zeros_more"]
 
 # irrelevant + near_miss a quarter of first turns: run A (14 % irrelevant, no near misses) called a
 # tool on every BFCL irrelevance question (build/general/TRAINING.md)
@@ -187,17 +188,47 @@ def _reminder(rng: random.Random, spec: ToolSpec, val: bool) -> Task | None:
         return None
     v = _draw(rng, memo)
     pool = ph.REMIND_FRAMES if errand(v.input) else ph.KEEP_FRAMES
+    if _NOTES_HEADED["on"] and rng.random() < NOTE_SHARE:
+        pool = ph.NOTE_FRAMES
     frame = rng.choice(ph.frames(pool, val))
     prompt = ph.dress(rng, ph.fill(frame, v=v.input))
     return Task("single", prompt, [Call(spec.name, {memo.name: v.input}, [v])], frame=frame)
 
 
+# From run M's seed, NOTE_SHARE of those requests are headed as a note ("Quick note: {v}", an errand or a
+# fact alike: phrasing.NOTE_FRAMES), and MEMO_PICK_MORE of a keeper's family's single requests are for it
+NOTE_FROM_SEED = 12
+NOTE_SHARE = 0.5
+MEMO_PICK_MORE = 0.45
+_NOTES_HEADED = {"on": False}
+
+
+def notes_headed(on: bool) -> AbstractContextManager[None]:
+    return switched(_NOTES_HEADED, on)
+
+
 MEMO_PICK = 0.35  # from run H's seed, of the single requests of a family with a memo keeper: for it
 
 
+# From run M's seed, ZERO_SINGLE_SHARE of the single requests of a family with an expression tool are
+# a division by zero, called as asked and answered with the calculator's error (as _zero's): seed 11
+# had some fifty in 20,000 conversations, and run K refused all four of the demo's
+ZERO_FROM_SEED = 12
+ZERO_SINGLE_SHARE = 0.08
+_ZEROS_MORE = {"on": False}
+
+
+def zeros_more(on: bool) -> AbstractContextManager[None]:
+    return switched(_ZEROS_MORE, on)
+
+
 def _single(rng: random.Random, family: Family, val: bool) -> Task:
+    if _ZEROS_MORE["on"] and any(t.base == "calculate_expression" for t in family.tools) and rng.random() < ZERO_SINGLE_SHARE:
+        zero = _zero(rng, family, val, always=True)
+        if zero:
+            return zero
     keeper = next((t for t in family.tools if t.base in KEEPERS), None) if heads.needs_on() else None
-    spec = keeper if keeper and rng.random() < MEMO_PICK else rng.choice(family.tools)
+    spec = keeper if keeper and rng.random() < (MEMO_PICK_MORE if _NOTES_HEADED["on"] else MEMO_PICK) else rng.choice(family.tools)
     reminder = _reminder(rng, spec, val)
     if reminder:
         return reminder
@@ -353,11 +384,11 @@ def _irrelevant(rng: random.Random, family: Family, val: bool) -> Task:
 ZERO_ERRORS = ("division by zero", "cannot divide by zero", "the divisor is zero", "float division by zero")
 
 
-def _zero(rng: random.Random, family: Family, val: bool) -> Task | None:
+def _zero(rng: random.Random, family: Family, val: bool, always: bool = False) -> Task | None:
     """From run G's seed, most errors of a family with an expression tool: a division by zero,
     called as asked, answered with the calculator's error (run F refused "What does 563 / 0 come to?")."""
     spec = next((t for t in family.tools if t.base == "calculate_expression"), None) if sums_more() else None
-    if spec is None or rng.random() >= 0.8:
+    if spec is None or (not always and rng.random() >= 0.8):
         return None
     named = [(spec.params[0], zero_division(rng))]
     prompt, frame, head = _request(rng, spec, named, val, family.reworded)

@@ -318,13 +318,13 @@ salary_raise | work out a salary after a raise | the salary after a raise | sala
 """,
 }
 # From this seed on (run M's corpus), three more tools that keep the user's words, each named and
-# described with another word for what it keeps (a to-do item, a journal entry, a piece of text):
+# described with another word for what it keeps (a task, a journal entry, a piece of text):
 # run K saved three of the demo's eight notes and refused or misrouted the rest beside a tool of a
 # fourth name, and two keepers' names (add_memo, keep_note) were all it had seen keep words.
 KEEP_FROM_SEED = 12
 KEEP: dict[str, str] = {
     "calendar": """
-add_todo | add an item to the to-do list | | item:memo | todo:id:T-#### added:w:yes
+add_task | track a task | | task:memo | task:id:T-#### tracked:w:yes
 write_entry | write a journal entry | | entry:memo | entry:id:J-#### written:w:yes
 store_text | save a piece of text | | text:memo | saved:id:S-#### stored:w:yes
 """,

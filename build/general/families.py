@@ -260,7 +260,7 @@ def _family(seed: int, domain: str, i: int) -> Family:
 # run G refused plain requests of the demo's five tools, all of different domains. A share of them
 # keep memos (run G refused the demo's notes). Their domain is "toolbox".
 TOOLBOX_FROM_SEED = 8
-KEEPERS = ("add_memo", "keep_note", "add_todo", "write_entry", "store_text")  # the specs that keep the user's words as said (domains.MORE, NOTES, KEEP)
+KEEPERS = ("add_memo", "keep_note", "add_task", "write_entry", "store_text")  # the specs that keep the user's words as said (domains.MORE, NOTES, KEEP)
 TOOLBOXES = 40
 TOOLBOX_MEMO_SHARE = 0.6
 # from run M's seed, this share of the toolboxes have the math domain's expression tool, as a page's

@@ -235,7 +235,7 @@ convert_mass | do: change a weight; turn a weight; express how heavy something i
 # run I's spec (domains.NOTES)
 keep_note | do: jot down; write down; remember for me; put this in my notebook; save this for me; store this | ask: can you jot down; could you write down; will you remember
 # run M's specs (domains.KEEP)
-add_todo | do: track this task; keep track of a job for me; put this among my things to get done; remember a chore for me | ask: can you track this task; could you keep track of a job
+add_task | do: put this on my list of chores; remember a chore for me; keep a job on my list; log a job to get done | ask: can you remember a chore; could you log a job for me
 write_entry | do: put this in my diary; record in my diary; log this in my diary; note this in my diary | ask: can you put this in my diary; could you record in my diary
 store_text | do: keep these words; hang on to this; keep hold of this; remember these words for me | ask: can you hang on to this; could you keep these words
 post_status | do: share on my feed; tell my followers; put this on my wall; put up a note on my profile | ask: can you share on my feed; could you tell my followers

@@ -95,15 +95,16 @@ def test_run_fs_mix_has_fewer_near_misses_than_run_es(records):
     assert json.dumps(corpus.MIXES[SEED], sort_keys=True) != json.dumps(corpus.MIXES.get(5, {}), sort_keys=True)
 
 
-# the first 300 conversations of runs E to K's corpora (seeds 5 to 11), as the runs trained on them: their texts' sha256
-# (seeds 7 to 11 checked against the cached corpora the runs read)
+# the first 300 conversations of runs E to K's and M's corpora (seeds 5 to 12), as the runs trained on them: their texts' sha256
+# (seeds 7 to 12 checked against the cached corpora the runs read)
 FIRST_300 = {5: "e8998948af8e85e4485eee86576a47c5a98718b20d4f520a1376e3c242be75f4",
              6: "581c0d754ef3f0d69e7a82642d16f26999d520c23846e539f61e70db799a346f",
              7: "35d96de56bddb9c95f2358542bc25955047d59ea042a137112761444c04ade31",
              8: "036b06d293c9e01facd75d8d84330d4216638dbe1d038fc819cdd13e3c393213",
              9: "6f28f1ed2b716f4312d96d35228ea27939503ca6be48bbaf666df26fcb5190a4",
              10: "543d5a31de6c6d8778b11a634d8ed313ba9f0f0f646c2fdca95607ce2fed06b5",
-             11: "addb069827ddace2de6aeb834bf751213daf8b5a9c0cc5decded57f4ba6812bd"}
+             11: "addb069827ddace2de6aeb834bf751213daf8b5a9c0cc5decded57f4ba6812bd",
+             12: "dc010fd58104677910c608feacbf4662263651bcf278154f6874bb14d77803d1"}
 
 
 @pytest.mark.parametrize("seed", sorted(FIRST_300))

@@ -1,7 +1,7 @@
 """Run M's corpus additions (seed 12, build/general): what run K's misses on the demo's tasks showed.
 It saved three of the demo's eight notes, refusing the rest or sending them to another tool, beside a
 note keeper whose name it had not seen keep words, and refused all four divisions by zero. Three
-more keepers of other names and words (a to-do item, a journal entry, a piece of text), memo
+more keepers of other names and words (a task, a journal entry, a piece of text), memo
 requests headed as notes ("Quick note: call the plumber"), a keeper's family asking for it more, the
 math domain drawn more. The seeds before make their corpora as they did
 (test_general_more.FIRST_300). CPython only (the build scripts are not part of the package)."""

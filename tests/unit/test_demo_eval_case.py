@@ -193,3 +193,22 @@ def test_the_results_name_the_model_that_was_measured_not_the_bundled_one(tmp_pa
     (tmp_path / "outside.gguf").write_bytes(b"GGUF elsewhere")
     assert page_eval.served_sha256(tmp_path / "models", "/../outside.gguf") is None  # not on the site
     assert "CPUs" in page_eval.machine()
+
+
+def test_no_committed_result_names_one_model_and_the_bundled_ones_sha256():
+    """The same fault in the files it had written: four SmolLM2 results (smollm2-q8_0-*.json) carried
+    the bundled model's sha256. A committed result of the page's eval that names the bundled model
+    carries its sha256, and one that names another model does not."""
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    bundled = json.loads((root / "models" / "aerix-tools.json").read_text())["sha256"]
+    seen = 0
+    for path in sorted((root / "bench" / "results").glob("*.json")):
+        data = json.loads(path.read_text())
+        if not isinstance(data, dict) or not isinstance(data.get("model"), str) or "model_sha256" not in data:
+            continue
+        seen += 1
+        names_bundled = data["model"].rsplit("/", 1)[-1] == "aerix-tools.gguf"
+        assert (data["model_sha256"] == bundled) == names_bundled, (path.name, data["model"], data["model_sha256"])
+    assert seen >= 20, seen

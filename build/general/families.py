@@ -30,7 +30,7 @@ from .values import KINDS
 
 __all__ = ["Param", "ToolSpec", "Family", "Runtime", "make_families", "aerix_tools", "result_for", "PER_DOMAIN", "VAL_FAMILY_SHARE",
            "REWORD_FROM_SEED", "REWORD_SHARE", "TOOLBOX_FROM_SEED", "TOOLBOXES", "TOOLBOX_MEMO_SHARE", "SHORT_FROM_SEED", "KEEPERS",
-           "TOOLBOX_CALC_FROM_SEED", "TOOLBOX_CALC_SHARE"]
+           "TOOLBOX_CALC_FROM_SEED", "TOOLBOX_CALC_SHARE", "EXAMPLES_FROM_SEED", "EXAMPLE_SHARE", "EXAMPLE_WORDS"]
 
 PER_DOMAIN = 14  # families drawn from each domain
 VAL_FAMILY_SHARE = 0.08  # of the other domains' families, the share held out (a hash of the family id)
@@ -156,7 +156,23 @@ FRACTION_WORDS = (" as a decimal", ", a decimal fraction (0.05 for 5%)", " as a 
                   " (decimal, not percent)")
 
 
-def _param_description(rng: random.Random, p: Param) -> str | None:
+# From this seed on (run M's corpus), EXAMPLE_SHARE of the parameters of EXAMPLE_KINDS that have a
+# description give an example value in it, drawn as a request's values are and so most often not the
+# request's ("Expression, for example 312 * 756"): run K copied the demo's "For example (2 + 3) * 4"
+# into the calculator for "Figure out 9 and 522" and "Figure out 87.3/0", and many tools' docs give
+# examples. The call takes the request's value, never the example.
+EXAMPLES_FROM_SEED = 12
+EXAMPLE_SHARE = 0.35
+EXAMPLE_KINDS = ("text", "place", "expr", "memo", "code", "email", "path", "num", "int", "money")
+EXAMPLE_WORDS = (", for example {e}", " (e.g. {e})", ". Example: {e}", ", like {e}", ", such as {e}", ". For example {e}")
+
+
+def _example(rng: random.Random, p: Param) -> str:
+    value = KINDS[p.kind].draw(rng, list(p.args)).input
+    return rng.choice(EXAMPLE_WORDS).replace("{e}", value if isinstance(value, str) else json.dumps(value))
+
+
+def _param_description(rng: random.Random, p: Param, examples: bool = False) -> str | None:
     if rng.random() < 0.25:
         return None
     label = p.label.capitalize()
@@ -167,16 +183,18 @@ def _param_description(rng: random.Random, p: Param) -> str | None:
         extra = f" in {_UNIT_NAMES[p.args[2]]}"
     if p.kind == "list":
         extra = ", a list"
+    if examples and p.kind in EXAMPLE_KINDS and rng.random() < EXAMPLE_SHARE:
+        extra += _example(rng, p)
     return f"{label}{extra}"
 
 
-def _schema(rng: random.Random, params: tuple[Param, ...]) -> dict[str, Any]:
+def _schema(rng: random.Random, params: tuple[Param, ...], examples: bool = False) -> dict[str, Any]:
     props: dict[str, Any] = {}
     for p in params:
         s = KINDS[p.kind].schema(list(p.args))
         if p.has_default:
             s["default"] = p.default
-        desc = _param_description(rng, p)
+        desc = _param_description(rng, p, examples)
         if desc:
             s = {"description": desc, **s} if rng.random() < 0.5 else {**s, "description": desc}
         props[p.name] = s
@@ -208,7 +226,7 @@ def _as_fraction(rng: random.Random, p: Param) -> Param:
 
 
 def _spec(rng: random.Random, domain: str, proto: tuple[str, ...], style: str, camel: bool, prefix: str,
-          noun_descriptions: bool = False, fractions: bool = False) -> ToolSpec:
+          noun_descriptions: bool = False, fractions: bool = False, examples: bool = False) -> ToolSpec:
     base, do, obj, params_text, returns_text = proto
     params = tuple(_param(s, camel) for s in params_text.split())
     params = tuple(p for p in params if p.required or rng.random() < 0.75)
@@ -216,7 +234,7 @@ def _spec(rng: random.Random, domain: str, proto: tuple[str, ...], style: str, c
         params = tuple(_as_fraction(rng, p) for p in params)
     description = _description(rng, do, params, obj if noun_descriptions else "")
     return ToolSpec(_name(style, domain, base, prefix), base, domain, do, obj, description, params, _returns(returns_text),
-                    _schema(rng, params))
+                    _schema(rng, params, examples))
 
 
 # a family's naming style and its weight; from run I's seed, one-word names too ("forecast", "time",
@@ -238,12 +256,12 @@ def _family(seed: int, domain: str, i: int) -> Family:
     style = rng.choices(*(STYLES_SHORT if seed >= SHORT_FROM_SEED else STYLES))[0]
     camel = rng.random() < 0.25
     prefix = rng.choice(VENDORS)
-    reword, fractions = seed >= REWORD_FROM_SEED, seed >= FRACTION_FROM_SEED
-    tools = [_spec(rng, domain, p, style, camel, prefix, reword, fractions) for p in chosen]
+    reword, fractions, examples = seed >= REWORD_FROM_SEED, seed >= FRACTION_FROM_SEED, seed >= EXAMPLES_FROM_SEED
+    tools = [_spec(rng, domain, p, style, camel, prefix, reword, fractions, examples) for p in chosen]
     others = [d for d in DOMAINS if d != domain and (d not in HELD_OUT or domain in HELD_OUT)]
     if rng.random() < 0.25:  # one tool of another domain: a request still picks its own tool
         other = rng.choice(others)
-        tools.append(_spec(rng, other, rng.choice(_protos(other, seed)), style, camel, prefix, reword, fractions))
+        tools.append(_spec(rng, other, rng.choice(_protos(other, seed)), style, camel, prefix, reword, fractions, examples))
     fid = f"{domain}-{i:02d}"
     held = domain in HELD_OUT or zlib.crc32(f"{seed}:{fid}".encode()) % 1000 < VAL_FAMILY_SHARE * 1000
     names = [t.name for t in tools]
@@ -286,7 +304,8 @@ def _toolbox(seed: int, i: int) -> Family:
         protos = [dp for dp in protos if dp[0] != "calendar"][:4] + [("calendar", memo)]
         rng.shuffle(protos)
     fractions = seed >= FRACTION_FROM_SEED
-    tools = list({t.name: t for t in (_spec(rng, d, p, style, camel, prefix, True, fractions) for d, p in protos)}.values())
+    tools = list({t.name: t for t in (_spec(rng, d, p, style, camel, prefix, True, fractions, seed >= EXAMPLES_FROM_SEED)
+                                      for d, p in protos)}.values())
     fid = f"toolbox-{i:02d}"
     held = zlib.crc32(f"{seed}:{fid}".encode()) % 1000 < VAL_FAMILY_SHARE * 1000
     return Family(fid, "toolbox", "val_family" if held else "train", tuple(tools), rng.random() < 0.4, REWORD_SHARE)

@@ -104,7 +104,7 @@ FIRST_300 = {5: "e8998948af8e85e4485eee86576a47c5a98718b20d4f520a1376e3c242be75f
              9: "6f28f1ed2b716f4312d96d35228ea27939503ca6be48bbaf666df26fcb5190a4",
              10: "543d5a31de6c6d8778b11a634d8ed313ba9f0f0f646c2fdca95607ce2fed06b5",
              11: "addb069827ddace2de6aeb834bf751213daf8b5a9c0cc5decded57f4ba6812bd",
-             12: "dc010fd58104677910c608feacbf4662263651bcf278154f6874bb14d77803d1"}
+             12: "df2ca4f4304e788cde372c6d48628ee52c2caf6446cf5d23db715c5a9bb74bc4"}
 
 
 @pytest.mark.parametrize("seed", sorted(FIRST_300))

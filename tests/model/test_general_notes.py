@@ -3,11 +3,13 @@ It saved three of the demo's eight notes, refusing the rest or sending them to a
 note keeper whose name it had not seen keep words, and refused all four divisions by zero. Three
 more keepers of other names and words (a task, a journal entry, a piece of text), memo
 requests headed as notes ("Quick note: call the plumber"), a keeper's family asking for it more, the
-math domain drawn more. The seeds before make their corpora as they did
+math domain drawn more; and parameter descriptions that give an example value (run K copied the
+demo's "For example (2 + 3) * 4" into its calculator). The seeds before make their corpora as they did
 (test_general_more.FIRST_300). CPython only (the build scripts are not part of the package)."""
 
 from __future__ import annotations
 
+import json
 import re
 from collections import Counter
 
@@ -15,7 +17,7 @@ import pytest
 
 from build.general import corpus, phrasing
 from build.general.domains import KEEP, KEEP_FROM_SEED
-from build.general.families import KEEPERS, make_families
+from build.general.families import EXAMPLE_WORDS, KEEPERS, make_families
 from build.general.tasks import NOTE_FROM_SEED, ZERO_ERRORS, ZERO_FROM_SEED
 
 SEED = NOTE_FROM_SEED
@@ -71,3 +73,25 @@ def test_divisions_by_zero_are_called_and_answered_with_the_calculators_error_mo
     assert len(now) > 2 * len(before) and len(now) > 15, (len(now), len(before))
     for r in now:  # called as asked, the error fed back, and the final says it
         assert any(e in r["text"] for e in ZERO_ERRORS), r["text"][-400:]
+
+
+def test_some_parameters_give_an_example_and_calls_take_the_requests_value_not_the_example(records):
+    examples = {}  # (family, tool, field) -> the example's text
+    for f in make_families(SEED):
+        for t in f.tools:
+            for name, s in t.schema["properties"].items():
+                for words in EXAMPLE_WORDS:
+                    lead = words.split("{e}")[0]
+                    if lead in s.get("description", ""):
+                        examples[(f.id, t.name, name)] = s["description"].split(lead, 1)[1].rstrip(")")
+    params = sum(len(t.schema["properties"]) for f in make_families(SEED) for t in f.tools)
+    assert 0.08 < len(examples) / params < 0.3, (len(examples), params)
+    assert not any("for example" in json.dumps(t.schema) for f in make_families(SEED - 1) for t in f.tools)
+    called = same = 0  # values drawn apart from the example: the same only by chance (a small range's numbers)
+    for r in records:
+        for c in r["calls"]:
+            for field, value in c["input"].items():
+                ex = examples.get((r["family"], c["tool"], field))
+                if ex is not None:
+                    called, same = called + 1, same + (str(value) == ex)
+    assert called > 200 and same / called < 0.05, (called, same)

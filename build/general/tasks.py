@@ -211,7 +211,8 @@ MEMO_PICK = 0.35  # from run H's seed, of the single requests of a family with a
 
 
 # From run M's seed, ZERO_SINGLE_SHARE of the single requests of a family with an expression tool are
-# a division by zero, called as asked and answered with the calculator's error (as _zero's): seed 11
+# a division by zero, called as asked and answered with the calculator's error (_division_by_zero, as the
+# error kind's): seed 11
 # had some fifty in 20,000 conversations, and run K refused all four of the demo's
 ZERO_FROM_SEED = 12
 ZERO_SINGLE_SHARE = 0.08
@@ -223,10 +224,9 @@ def zeros_more(on: bool) -> AbstractContextManager[None]:
 
 
 def _single(rng: random.Random, family: Family, val: bool) -> Task:
-    if _ZEROS_MORE["on"] and any(t.base == "calculate_expression" for t in family.tools) and rng.random() < ZERO_SINGLE_SHARE:
-        zero = _zero(rng, family, val, always=True)
-        if zero:
-            return zero
+    calc = _calculator(family) if _ZEROS_MORE["on"] else None
+    if calc and rng.random() < ZERO_SINGLE_SHARE:
+        return _division_by_zero(rng, family, calc, val)
     keeper = next((t for t in family.tools if t.base in KEEPERS), None) if heads.needs_on() else None
     spec = keeper if keeper and rng.random() < (MEMO_PICK_MORE if _NOTES_HEADED["on"] else MEMO_PICK) else rng.choice(family.tools)
     reminder = _reminder(rng, spec, val)
@@ -384,12 +384,21 @@ def _irrelevant(rng: random.Random, family: Family, val: bool) -> Task:
 ZERO_ERRORS = ("division by zero", "cannot divide by zero", "the divisor is zero", "float division by zero")
 
 
-def _zero(rng: random.Random, family: Family, val: bool, always: bool = False) -> Task | None:
+def _calculator(family: Family) -> ToolSpec | None:
+    """The family's expression tool (the math domain's ``calculate_expression``), if it has one."""
+    return next((t for t in family.tools if t.base == "calculate_expression"), None)
+
+
+def _zero(rng: random.Random, family: Family, val: bool) -> Task | None:
     """From run G's seed, most errors of a family with an expression tool: a division by zero,
     called as asked, answered with the calculator's error (run F refused "What does 563 / 0 come to?")."""
-    spec = next((t for t in family.tools if t.base == "calculate_expression"), None) if sums_more() else None
-    if spec is None or (not always and rng.random() >= 0.8):
+    spec = _calculator(family) if sums_more() else None
+    if spec is None or rng.random() >= 0.8:
         return None
+    return _division_by_zero(rng, family, spec, val)
+
+
+def _division_by_zero(rng: random.Random, family: Family, spec: ToolSpec, val: bool) -> Task:
     named = [(spec.params[0], zero_division(rng))]
     prompt, frame, head = _request(rng, spec, named, val, family.reworded)
     return Task("error", prompt, [Call(spec.name, _input(named), [named[0][1]])], fail={spec.name: rng.choice(ZERO_ERRORS)},

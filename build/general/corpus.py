@@ -20,9 +20,11 @@ import argparse
 import asyncio
 import json
 import random
+import re
 import sys
 import time
 from collections import Counter
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
@@ -35,9 +37,10 @@ from .families import REWORD_FROM_SEED, Family, Runtime, aerix_tools, make_famil
 from .heads import NEEDS_FROM_SEED, needs
 from .nearmiss import OUTPUT_FROM_SEED, SIBLING_FROM_SEED, outputs, siblings
 from .tasks import MIX, MORE_PAIRED_FROM_SEED, NOTE_FROM_SEED, PAIRED_FROM_SEED, Task, ZERO_FROM_SEED, make_task, more_paired, notes_headed, paired, zeros_more
-from .values import SUMS_FROM_SEED, big_numbers, said_whole, sums_said_more, unit_words
+from .values import SUMS_FROM_SEED, Value, big_numbers, said_whole, sums_said_more, switched, unit_words
 
-__all__ = ["SEED", "SEEDS", "MIXES", "DOMAIN_WEIGHTS", "SPLITS", "INSTRUCTIONS", "Teacher", "converse", "render", "generate", "main"]
+__all__ = ["SEED", "SEEDS", "MIXES", "DOMAIN_WEIGHTS", "SPLITS", "INSTRUCTIONS", "ASKED_FROM_SEED", "ASKED_WORDS", "asked", "restated",
+           "Teacher", "converse", "render", "generate", "main"]
 
 SEED = 1  # the default seed: run A's corpus
 SEEDS = (1, 2, 4, 5, 6, 7, 8, 9, 10, 11)  # the corpora the committed adapter was trained on: runs A, B, D, E, F, G, H, I, J and K (TRAINING.md)
@@ -83,6 +86,8 @@ DOMAIN_WEIGHTS[11] = {**DOMAIN_WEIGHTS[10], "finance": 3.0, "calendar": 3.0}
 # answered with the calculator's error: run K refused all four of the demo's) three times again, as in seed 7
 MIXES[12] = MIXES[11]
 DOMAIN_WEIGHTS[12] = {**DOMAIN_WEIGHTS[11], "math": 3.0}
+# run N's: seed 12's, its first turns' thoughts restating the request first (ASKED_FROM_SEED)
+MIXES[13], DOMAIN_WEIGHTS[13] = MIXES[12], DOMAIN_WEIGHTS[12]
 SPLITS = {"train": 0.90, "val_family": 0.05, "val_phrasing": 0.05}
 # what {domain} says in the instructions where a family's domain is not a topic
 TOPICS = {"toolbox": "everyday"}
@@ -140,6 +145,54 @@ def final_answer(family: Family, task: Task, results: list[tuple[str, str]]) -> 
     return ("I have the result." if len(parts) == 1 else "I have the results."), final[:1].upper() + final[1:]
 
 
+# From run N's seed, a request's first turn restates what it asks before it decides: "Request: what's it
+# like outside. Use get_forecast." / "Request: write a short poem about rain. No tool here can do this."
+# Every refusal of run K's and M's failed demo runs was the thought "No tool here can do this." written
+# first: the choice between a call and a refusal fell on the thought's first word, the tokens right
+# after the prompt. Restated, the request's own words (up to its first value) stand just before that choice.
+ASKED_FROM_SEED = 13
+ASKED_WORDS = 10  # at most, of the request
+_ASKED = {"on": False}
+# words a restatement does not end on: "what's the hour over in" -> "what's the hour over"
+_DANGLING = frozenset("in for of to with at on from a an the and by as is me my about called named into between than "
+                      "using under per".split())
+
+
+def restated(on: bool) -> AbstractContextManager[None]:
+    return switched(_ASKED, on)
+
+
+def asked(prompt: str, values: list[Value]) -> str:
+    """The head of ``prompt`` as a thought restates it: the request up to its first value (a value
+    the calls pass, a digit or a double quote), without the words left dangling, at most
+    :data:`ASKED_WORDS` words; the first words of the request where that leaves fewer than two."""
+    low, cut = prompt.lower(), len(prompt)
+    for v in values:
+        for said in (v.said, v.short):
+            i = low.find(said.lower()) if said else -1
+            if i >= 0:
+                cut = min(cut, i)
+    m = re.search(r'[0-9"]', prompt)
+    if m:
+        cut = min(cut, m.start())
+    words = prompt[:cut].split()
+    if words and cut < len(prompt) and not prompt[cut - 1].isspace():
+        words.pop()  # a word the value begins inside: "ax^2" -> not "ax^"
+    while words and (words[-1].lower().strip(",.;:!?") in _DANGLING or not words[-1].strip(",.;:!?")):
+        words.pop()
+    if len(words) < 2:
+        words = prompt.split()[:min(6, ASKED_WORDS)]
+    return " ".join(words[:ASKED_WORDS]).strip(" ,.;:!?-")
+
+
+def _thought(thought: str, messages: list[dict[str, str]], task: Task) -> str:
+    """``thought`` after the restated request (:data:`ASKED_FROM_SEED` on), else as it is."""
+    if not _ASKED["on"]:
+        return thought
+    prompt = next(m["content"] for m in reversed(messages) if m["role"] == "user")
+    return f"Request: {asked(prompt, task.said + [v for c in task.calls for v in c.said])}. {thought}"
+
+
 class Teacher:
     """The model for ``ScriptedModel``: given the conversation so far, the turn a good agent writes."""
 
@@ -156,9 +209,9 @@ class Teacher:
             if m["role"] == "user":
                 results += [(r["tool"], r["result"]) for r in json.loads(m["content"])["results"]]
         if task.reply is not None:
-            return _turn(task.thought, final=task.reply)
+            return _turn(_thought(task.thought, messages, task), final=task.reply)
         if not results:
-            return _turn(_plan(task), calls=task.calls)
+            return _turn(_thought(_plan(task), messages, task), calls=task.calls)
         thought, final = final_answer(family, task, results)
         return _turn(thought, final=final)
 
@@ -229,7 +282,7 @@ def generate(seed: int, count: int, mix: dict[str, float] | None = None, splits:
         with big_numbers(seed >= REWORD_FROM_SEED), unit_words(seed >= EXTRA_FROM_SEED), said_whole(seed >= MORE_FROM_SEED), \
                 sums_said_more(seed >= SUMS_FROM_SEED), needs(seed >= NEEDS_FROM_SEED), paired(seed >= PAIRED_FROM_SEED), \
                 siblings(seed >= SIBLING_FROM_SEED), outputs(seed >= OUTPUT_FROM_SEED), more_paired(seed >= MORE_PAIRED_FROM_SEED), \
-                notes_headed(seed >= NOTE_FROM_SEED), zeros_more(seed >= ZERO_FROM_SEED):
+                notes_headed(seed >= NOTE_FROM_SEED), zeros_more(seed >= ZERO_FROM_SEED), restated(seed >= ASKED_FROM_SEED):
             while len(out) < count:
                 split, kind = _pick(rng, splits), _pick(rng, mix)
                 task = None

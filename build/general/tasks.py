@@ -58,12 +58,17 @@ class Task:
     frame: str = ""
     head: str = ""  # the first request's head where it is not the description's (build.general.heads)
     flavour: str = ""  # a near miss's flavour (build.general.nearmiss.FLAVOURS)
+    said: list[Value] = field(default_factory=list)  # every value the request mentions (make_task), a call's or not
 
     def to_dict(self) -> dict[str, Any]:
         return {"kind": self.kind, "prompt": self.prompt, "calls": [{"tool": c.tool, "input": c.input} for c in self.calls]}
 
 
+_MENTIONED: list[Value] = []  # the values _mention has said since make_task began a task
+
+
 def _mention(rng: random.Random, p: Param, v: Value, first_text: bool = True) -> str:
+    _MENTIONED.append(v)
     pool = MENTIONS.get(p.base) or KINDS[p.kind].mentions
     if p.base in FROM_TO_MENTIONS and p.kind == "enum":  # domains.FIELDS' units (run G's seed on): "from km", "to miles"
         pool = FROM_TO_MENTIONS[p.base]
@@ -431,12 +436,21 @@ _MAKERS = {"single": _single, "parallel": _parallel, "multiple": _multiple, "irr
            "error": _error}
 
 
+def _made(kind: str, rng: random.Random, family: Family, val_phrasing: bool) -> Task | None:
+    """A task of this kind, with the values its request mentions (``Task.said``)."""
+    _MENTIONED.clear()
+    task = _MAKERS[kind](rng, family, val_phrasing)
+    if task is not None:
+        task.said = list(_MENTIONED)
+    return task
+
+
 def make_task(rng: random.Random, family: Family, kind: str, val_phrasing: bool) -> Task | None:
     """A task of this kind over the family, or None where the family cannot have one (a
     ``multiple`` of a one-tool family)."""
     if kind == "two_requests":
-        first = _MAKERS[rng.choice(("single", "single", "parallel", "error"))](rng, family, val_phrasing)
-        second = _MAKERS[rng.choice(("single", "single", "parallel", "multiple", "irrelevant", "near_miss"))](rng, family, val_phrasing)
+        first = _made(rng.choice(("single", "single", "parallel", "error")), rng, family, val_phrasing)
+        second = _made(rng.choice(("single", "single", "parallel", "multiple", "irrelevant", "near_miss")), rng, family, val_phrasing)
         if first is None or second is None:
             return None
         seen = {repr((c.tool, c.input)) for c in first.calls}
@@ -447,4 +461,4 @@ def make_task(rng: random.Random, family: Family, kind: str, val_phrasing: bool)
         first.then = second
         first.kind = "two_requests"
         return first
-    return _MAKERS[kind](rng, family, val_phrasing)
+    return _made(kind, rng, family, val_phrasing)

@@ -35,6 +35,7 @@ from build.models import IM_END, IM_START, chatml
 from .domains import EXTRA_FROM_SEED, MORE_FROM_SEED
 from .families import REWORD_FROM_SEED, Family, Runtime, aerix_tools, make_families
 from .heads import NEEDS_FROM_SEED, needs
+from .listed import LISTED_FROM_SEED, listed
 from .nearmiss import OUTPUT_FROM_SEED, SIBLING_FROM_SEED, outputs, siblings
 from .tasks import MIX, MORE_PAIRED_FROM_SEED, NOTE_FROM_SEED, PAIRED_FROM_SEED, Task, ZERO_FROM_SEED, make_task, more_paired, notes_headed, paired, zeros_more
 from .values import SUMS_FROM_SEED, Value, big_numbers, said_whole, sums_said_more, switched, unit_words
@@ -88,6 +89,8 @@ MIXES[12] = MIXES[11]
 DOMAIN_WEIGHTS[12] = {**DOMAIN_WEIGHTS[11], "math": 3.0}
 # run N's: seed 12's, its first turns' thoughts restating the request first (ASKED_FROM_SEED)
 MIXES[13], DOMAIN_WEIGHTS[13] = MIXES[12], DOMAIN_WEIGHTS[12]
+# run O's: seed 13's, numbers listed as people jot them down in the parallel requests (build.general.listed)
+MIXES[14], DOMAIN_WEIGHTS[14] = MIXES[13], DOMAIN_WEIGHTS[13]
 SPLITS = {"train": 0.90, "val_family": 0.05, "val_phrasing": 0.05}
 # what {domain} says in the instructions where a family's domain is not a topic
 TOPICS = {"toolbox": "everyday"}
@@ -282,7 +285,8 @@ def generate(seed: int, count: int, mix: dict[str, float] | None = None, splits:
         with big_numbers(seed >= REWORD_FROM_SEED), unit_words(seed >= EXTRA_FROM_SEED), said_whole(seed >= MORE_FROM_SEED), \
                 sums_said_more(seed >= SUMS_FROM_SEED), needs(seed >= NEEDS_FROM_SEED), paired(seed >= PAIRED_FROM_SEED), \
                 siblings(seed >= SIBLING_FROM_SEED), outputs(seed >= OUTPUT_FROM_SEED), more_paired(seed >= MORE_PAIRED_FROM_SEED), \
-                notes_headed(seed >= NOTE_FROM_SEED), zeros_more(seed >= ZERO_FROM_SEED), restated(seed >= ASKED_FROM_SEED):
+                notes_headed(seed >= NOTE_FROM_SEED), zeros_more(seed >= ZERO_FROM_SEED), restated(seed >= ASKED_FROM_SEED), \
+                listed(seed >= LISTED_FROM_SEED):
             while len(out) < count:
                 split, kind = _pick(rng, splits), _pick(rng, mix)
                 task = None

@@ -24,6 +24,7 @@ from . import heads
 from . import phrasing as ph
 from .domains import DOMAINS, FROM_TO_MENTIONS, HELD_OUT, MENTIONS
 from .families import KEEPERS, Family, Param, ToolSpec, _protos, _spec
+from .listed import pairs_listed, tight
 from .values import KINDS, Value, conversions_whole, errand, join_words, sums_more, switched, units_apart, zero_division
 
 __all__ = ["Call", "Task", "MIX", "make_task", "ERRORS", "PAIRED_FROM_SEED", "PAIRED_SHARE", "REMIND_SHARE", "paired",
@@ -291,8 +292,12 @@ def _paired(rng: random.Random, family: Family, val: bool) -> Task | None:
         return None
     kind, head, other = _head(rng, spec, val, family.reworded)
     texts = [p for p, _ in first if p.kind == "text"]
-    x = _phrase(rng, head, first)
-    for row in rows[1:]:
+    both = pairs_listed(rng, varying, rows)  # run O's seed on: "for a and b: 3 and 4, 5 and 12"
+    if both:
+        x = _phrase(rng, head, [(p, v) for p, v in first if p not in varying]) + " " + both
+    else:
+        x = _phrase(rng, head, first)
+    for row in rows[1:] if not both else ():
         clause = " ".join(_mention(rng, p, v, not texts or p is texts[0]) for p, v in row if p in varying)
         x += rng.choice(PAIRED_JOINS + MORE_PAIRED_JOINS if _MORE_PAIRED["on"] else PAIRED_JOINS).replace("{c}", clause)
     frame = rng.choice(ph.frames(_FRAMES[kind], val))
@@ -327,7 +332,7 @@ def _parallel(rng: random.Random, family: Family, val: bool) -> Task | None:
     if rng.random() < 0.5 or varying is not names[0] or varying.kind not in ("place", "text", "person", "code", "email", "path"):
         # the values listed in one mention: "in Lisbon, Porto and Oslo"; "the same for B" only
         # where B can be nothing but the request's first value
-        joined = Value([v.input for v in values], join_words(rng, [v.said for v in values]), "")
+        joined = Value([v.input for v in values], tight(rng, values) or join_words(rng, [v.said for v in values]), "")
         parts = [(p, joined if p is varying else x) for p, x in named]
         prompt, frame, head = _request(rng, spec, parts, val, family.reworded)
     else:

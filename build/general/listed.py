@@ -1,12 +1,12 @@
 """Numbers listed as people jot them down, for the parallel requests of run O's seed
 (:data:`LISTED_FROM_SEED`). Two of run M's BFCL parallel misses:
 
-- a list of numbers written without a space after its commas ("the factorial of 5,10 and 15"): run M
-  passed 510, 15 and 1010. :func:`tight` writes :data:`TIGHT_SHARE` of a parallel request's list of
+- a list of short numbers written without a space after its commas (of the form "4,9 and 12"): run M
+  read two of them as one number and made up a third. :func:`tight` writes :data:`TIGHT_SHARE` of a parallel request's list of
   short numbers so (never an item of three digits or more after the first, which would read as a
   thousands separator: "5,100");
-- two numbers a call, the pairs listed after their labels named once ("the hypotenuse for legs a
-  and b: 3 and 4, 5 and 12"): run M paired 3 with 4, then 5 and 12 each with 4.
+- two numbers a call, the pairs listed after their labels named once (of the form "for a and b: 2 and
+  7, 6 and 9"): run M paired the first two, then each of the others with the second.
   :func:`pairs_listed` words :data:`PAIRS_SHARE` of the paired requests (tasks._paired) whose two
   varying fields are numbers so.
 
@@ -31,7 +31,7 @@ PAIRS_SHARE = 0.5
 _LISTED = {"on": False}
 _SHORT = re.compile(r"-?\d{1,2}(\.\d+)?")
 _NUMBER = re.compile(r"-?\d+(\.\d+)?")
-# {a} and {b}: the two labels; {pairs}: "3 and 4, 5 and 12" (each pair "x and y" or "x, y")
+# {a} and {b}: the two labels; {pairs}: "2 and 7, 6 and 9" (each pair "x and y" or "x, y")
 PAIR_FORMS = ("for {a} and {b}: {pairs}", "with {a} and {b} of {pairs}", "({a}, {b}) = {pairs}", "where {a} and {b} are {pairs}",
               "for these {a} and {b} values: {pairs}")
 
@@ -41,7 +41,7 @@ def listed(on: bool) -> AbstractContextManager[None]:
 
 
 def tight(rng: random.Random, values: list[Value]) -> str | None:
-    """The values as one list with no space after its commas, their unit said once ("5,10 and 15",
+    """The values as one list with no space after its commas, their unit said once ("4,9 and 12",
     "1,5 and 10 years"), :data:`TIGHT_SHARE` of the time where every value is a number said in
     digits with the same unit and each after the first short; else None (nothing drawn)."""
     parts = [v.said.split(" ", 1) for v in values]

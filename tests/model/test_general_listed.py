@@ -1,6 +1,6 @@
 """Run O's corpus additions (seed 14, build/general/listed.py): numbers listed as people jot them down
-in parallel requests. Run M passed 510, 15 and 1010 for "the factorial of 5,10 and 15", and paired 3
-with 4, then 5 and 12 each with 4, for "two side lengths: 3 and 4, 5 and 12" (BFCL parallel). The
+in parallel requests. On BFCL's parallel questions run M read a list of the form "4,9 and 12" as other
+numbers, and paired the values of "2 and 7, 6 and 9" wrongly (build/general/README.md). The
 seeds before make their corpora as they did (test_general_more.FIRST_300). CPython only."""
 
 from __future__ import annotations

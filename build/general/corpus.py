@@ -40,7 +40,7 @@ from .nearmiss import OUTPUT_FROM_SEED, SIBLING_FROM_SEED, outputs, siblings
 from .tasks import MIX, MORE_PAIRED_FROM_SEED, NOTE_FROM_SEED, PAIRED_FROM_SEED, Task, ZERO_FROM_SEED, make_task, more_paired, notes_headed, paired, zeros_more
 from .values import SUMS_FROM_SEED, Value, big_numbers, said_whole, sums_said_more, switched, unit_words
 
-__all__ = ["SEED", "SEEDS", "MIXES", "DOMAIN_WEIGHTS", "SPLITS", "INSTRUCTIONS", "ASKED_FROM_SEED", "ASKED_WORDS", "asked", "restated",
+__all__ = ["SEED", "SEEDS", "MIXES", "DOMAIN_WEIGHTS", "SPLITS", "INSTRUCTIONS", "ASKED_SEEDS", "ASKED_WORDS", "asked", "restated",
            "Teacher", "converse", "render", "generate", "main"]
 
 SEED = 1  # the default seed: run A's corpus
@@ -87,9 +87,9 @@ DOMAIN_WEIGHTS[11] = {**DOMAIN_WEIGHTS[10], "finance": 3.0, "calendar": 3.0}
 # answered with the calculator's error: run K refused all four of the demo's) three times again, as in seed 7
 MIXES[12] = MIXES[11]
 DOMAIN_WEIGHTS[12] = {**DOMAIN_WEIGHTS[11], "math": 3.0}
-# run N's: seed 12's, its first turns' thoughts restating the request first (ASKED_FROM_SEED)
+# run N's: seed 12's, its first turns' thoughts restating the request first (ASKED_SEEDS)
 MIXES[13], DOMAIN_WEIGHTS[13] = MIXES[12], DOMAIN_WEIGHTS[12]
-# run O's: seed 13's, numbers listed as people jot them down in the parallel requests (build.general.listed)
+# run O's: seed 12's (not 13's restatement), numbers listed as people jot them down in the parallel requests (build.general.listed)
 MIXES[14], DOMAIN_WEIGHTS[14] = MIXES[13], DOMAIN_WEIGHTS[13]
 SPLITS = {"train": 0.90, "val_family": 0.05, "val_phrasing": 0.05}
 # what {domain} says in the instructions where a family's domain is not a topic
@@ -153,7 +153,9 @@ def final_answer(family: Family, task: Task, results: list[tuple[str, str]]) -> 
 # Every refusal of run K's and M's failed demo runs was the thought "No tool here can do this." written
 # first: the choice between a call and a refusal fell on the thought's first word, the tokens right
 # after the prompt. Restated, the request's own words (up to its first value) stand just before that choice.
-ASKED_FROM_SEED = 13
+# Seed 13 only: run N, trained on it, called a tool for 16 of BFCL's 25 irrelevance questions (run M
+# 6), naming in its thought a tool made up from the request ("Use cone.js."), so later seeds leave it out.
+ASKED_SEEDS = frozenset({13})
 ASKED_WORDS = 10  # at most, of the request
 _ASKED = {"on": False}
 # words a restatement does not end on: "what's the hour over in" -> "what's the hour over"
@@ -189,7 +191,7 @@ def asked(prompt: str, values: list[Value]) -> str:
 
 
 def _thought(thought: str, messages: list[dict[str, str]], task: Task) -> str:
-    """``thought`` after the restated request (:data:`ASKED_FROM_SEED` on), else as it is."""
+    """``thought`` after the restated request (a seed of :data:`ASKED_SEEDS`), else as it is."""
     if not _ASKED["on"]:
         return thought
     prompt = next(m["content"] for m in reversed(messages) if m["role"] == "user")
@@ -285,7 +287,7 @@ def generate(seed: int, count: int, mix: dict[str, float] | None = None, splits:
         with big_numbers(seed >= REWORD_FROM_SEED), unit_words(seed >= EXTRA_FROM_SEED), said_whole(seed >= MORE_FROM_SEED), \
                 sums_said_more(seed >= SUMS_FROM_SEED), needs(seed >= NEEDS_FROM_SEED), paired(seed >= PAIRED_FROM_SEED), \
                 siblings(seed >= SIBLING_FROM_SEED), outputs(seed >= OUTPUT_FROM_SEED), more_paired(seed >= MORE_PAIRED_FROM_SEED), \
-                notes_headed(seed >= NOTE_FROM_SEED), zeros_more(seed >= ZERO_FROM_SEED), restated(seed >= ASKED_FROM_SEED), \
+                notes_headed(seed >= NOTE_FROM_SEED), zeros_more(seed >= ZERO_FROM_SEED), restated(seed in ASKED_SEEDS), \
                 listed(seed >= LISTED_FROM_SEED):
             while len(out) < count:
                 split, kind = _pick(rng, splits), _pick(rng, mix)

@@ -13,10 +13,10 @@ import re
 import pytest
 
 from build.general import corpus
-from build.general.corpus import ASKED_FROM_SEED, ASKED_WORDS, asked
+from build.general.corpus import ASKED_SEEDS, ASKED_WORDS, asked
 from build.general.values import Value
 
-SEED = ASKED_FROM_SEED
+SEED = 13
 
 
 @pytest.fixture(scope="module")
@@ -108,7 +108,8 @@ def test_refusals_restate_the_request_then_refuse(records):
     assert sum(t["thought"].endswith("No tool here can do this.") for t in refusals) > len(refusals) // 2
 
 
-def test_the_seed_before_has_no_restatement():
-    assert ASKED_FROM_SEED == 13
-    for r in corpus.generate(ASKED_FROM_SEED - 1, 200):
-        assert not any(t["thought"].startswith("Request: ") for _, t in _turns(r))
+def test_only_run_ns_seed_restates():
+    assert ASKED_SEEDS == {SEED}  # run N's result took it out of the seeds after (corpus.ASKED_SEEDS)
+    for seed in (SEED - 1, SEED + 1):
+        for r in corpus.generate(seed, 200):
+            assert not any(t["thought"].startswith("Request: ") for _, t in _turns(r)), seed

@@ -186,7 +186,7 @@ def asked(prompt: str, values: list[Value]) -> str:
     while words and (words[-1].lower().strip(",.;:!?") in _DANGLING or not words[-1].strip(",.;:!?")):
         words.pop()
     if len(words) < 2:
-        words = prompt.split()[:min(6, ASKED_WORDS)]
+        words = prompt.split()[:6]
     return " ".join(words[:ASKED_WORDS]).strip(" ,.;:!?-")
 
 

@@ -41,13 +41,13 @@ def listed(on: bool) -> AbstractContextManager[None]:
 
 
 def tight(rng: random.Random, values: list[Value]) -> str | None:
-    """The values as one list with no space after its commas, their unit said once ("4,9 and 12",
+    """The values as one list with no space after its commas, their unit said once ("16,17,18 sides",
     "1,5 and 10 years"), :data:`TIGHT_SHARE` of the time where every value is a number said in
-    digits with the same unit and each after the first short; else None (nothing drawn)."""
+    digits with a unit, the same for all ("1 day", "5 days"), and each after the first short; else
+    None (nothing drawn). Numbers said without a unit are never listed so."""
     parts = [v.said.split(" ", 1) for v in values]
     units = {p[1] if len(p) > 1 else "" for p in parts}
-    units = {u for u in units if u} if len({u.rstrip("s") for u in units}) == 1 else units  # "1 day", "5 days"
-    if not _LISTED["on"] or len({u.rstrip("s") for u in units}) != 1 or not _NUMBER.fullmatch(parts[0][0]) \
+    if not _LISTED["on"] or len({u.rstrip("s") for u in units}) != 1 or units == {""} or not _NUMBER.fullmatch(parts[0][0]) \
             or not all(_SHORT.fullmatch(p[0]) for p in parts[1:]):
         return None
     if rng.random() >= TIGHT_SHARE:
@@ -59,8 +59,8 @@ def tight(rng: random.Random, values: list[Value]) -> str | None:
 
 
 def pairs_listed(rng: random.Random, varying: list[Param], rows: list[list[tuple[Param, Value]]]) -> str | None:
-    """The varying values of a paired request's rows as pairs after their labels ("for a and b: 3 and
-    4, 5 and 12"), :data:`PAIRS_SHARE` of the time where the two varying fields are numbers said in
+    """The varying values of a paired request's rows as pairs after their labels ("for a and b: 2 and
+    7, 6 and 9"), :data:`PAIRS_SHARE` of the time where the two varying fields are numbers said in
     digits (a unit may follow each: "3 cm and 4 cm"); else None (nothing drawn)."""
     if not _LISTED["on"] or len(varying) != 2 or any(p.kind not in ("int", "num") for p in varying):
         return None

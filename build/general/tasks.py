@@ -292,14 +292,14 @@ def _paired(rng: random.Random, family: Family, val: bool) -> Task | None:
         return None
     kind, head, other = _head(rng, spec, val, family.reworded)
     texts = [p for p, _ in first if p.kind == "text"]
-    both = pairs_listed(rng, varying, rows)  # run O's seed on: "for a and b: 3 and 4, 5 and 12"
+    both = pairs_listed(rng, varying, rows)  # run O's seed on: "for a and b: 2 and 7, 6 and 9"
     if both:
         x = _phrase(rng, head, [(p, v) for p, v in first if p not in varying]) + " " + both
     else:
         x = _phrase(rng, head, first)
-    for row in rows[1:] if not both else ():
-        clause = " ".join(_mention(rng, p, v, not texts or p is texts[0]) for p, v in row if p in varying)
-        x += rng.choice(PAIRED_JOINS + MORE_PAIRED_JOINS if _MORE_PAIRED["on"] else PAIRED_JOINS).replace("{c}", clause)
+        for row in rows[1:]:
+            clause = " ".join(_mention(rng, p, v, not texts or p is texts[0]) for p, v in row if p in varying)
+            x += rng.choice(PAIRED_JOINS + MORE_PAIRED_JOINS if _MORE_PAIRED["on"] else PAIRED_JOINS).replace("{c}", clause)
     frame = rng.choice(ph.frames(_FRAMES[kind], val))
     calls = [Call(spec.name, _input(row), [v for p, v in row if p in varying]) for row in rows]
     return Task("parallel", ph.fill(ph.dress(rng, frame), x=x), calls, frame=frame, head=other)

@@ -17,6 +17,7 @@ import json
 import random
 import re
 import zlib
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -26,11 +27,12 @@ from aerix.tools import Tool
 from . import lists
 from .domains import (DOMAINS, EXTRA, EXTRA_FROM_SEED, FIELDS, FIELDS_FROM_SEED, HELD_OUT, MORE, MORE_FROM_SEED, NOTES, NOTES_FROM_SEED,
                       RATES, RATES_FROM_SEED, KEEP, KEEP_FROM_SEED)
-from .values import KINDS
+from .values import KINDS, switched
 
 __all__ = ["Param", "ToolSpec", "Family", "Runtime", "make_families", "aerix_tools", "result_for", "PER_DOMAIN", "VAL_FAMILY_SHARE",
            "REWORD_FROM_SEED", "REWORD_SHARE", "TOOLBOX_FROM_SEED", "TOOLBOXES", "TOOLBOX_MEMO_SHARE", "SHORT_FROM_SEED", "KEEPERS",
-           "TOOLBOX_CALC_FROM_SEED", "TOOLBOX_CALC_SHARE", "EXAMPLES_FROM_SEED", "EXAMPLE_SHARE", "EXAMPLE_WORDS"]
+           "TOOLBOX_CALC_FROM_SEED", "TOOLBOX_CALC_SHARE", "EXAMPLES_FROM_SEED", "EXAMPLE_SHARE", "EXAMPLE_WORDS",
+           "PAREN_FROM_SEED", "PAREN_SHARE", "QUALIFIERS", "parenthesized", "result_text"]
 
 PER_DOMAIN = 14  # families drawn from each domain
 VAL_FAMILY_SHARE = 0.08  # of the other domains' families, the share held out (a hash of the family id)
@@ -336,10 +338,40 @@ def result_for(spec: ToolSpec, input: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+# From this seed on (run P's corpus), PAREN_SHARE of the results written as text put their last part
+# in parentheses: its last field ("time: 14:30 (utc offset: +01:00)"), or a qualifier after them all
+# ("rent: 1250.5 (estimated)"), and a few a qualifier after the first field. No result of the seeds
+# before ended with ")", and every run cut the demo's clock, "10:41 in Dodoma (UTC+1)", as "(UTC+1."
+# in its final. Drawn from the result's own text (as result_for draws the fields), never from the
+# corpus's generator, so the seeds before make their corpora as they did; off (parenthesized), as before.
+PAREN_FROM_SEED = 15
+PAREN_SHARE = 0.4
+QUALIFIERS = ("estimated", "approximate", "as of today", "latest", "provisional", "local time", "UTC+1", "UTC-5", "UTC+05:30",
+              "rounded", "incl. tax", "updated 09:30", "subject to change", "per day", "in EUR", "avg. of 3", "beta", "cached")
+_PAREN = {"on": False}
+
+
+def parenthesized(on: bool) -> AbstractContextManager[None]:
+    return switched(_PAREN, on)
+
+
 def result_text(family: Family, fields: dict[str, Any]) -> str:
-    if family.text_results:
-        return ", ".join(f"{k.replace('_', ' ')}: {v}" for k, v in fields.items())
-    return json.dumps(fields, ensure_ascii=False)
+    """A result as the tool returns it: JSON, or (``family.text_results``) a line of text."""
+    if not family.text_results:
+        return json.dumps(fields, ensure_ascii=False)
+    parts = [f"{k.replace('_', ' ')}: {v}" for k, v in fields.items()]
+    text = ", ".join(parts)
+    if not _PAREN["on"]:
+        return text
+    rng = random.Random(zlib.crc32(f"paren:{text}".encode()))
+    if rng.random() >= PAREN_SHARE:
+        return text
+    form = rng.random()
+    if len(parts) > 1 and form < 0.45:
+        return f"{', '.join(parts[:-1])} ({parts[-1]})"
+    if form < 0.85 or len(parts) == 1:
+        return f"{text} ({rng.choice(QUALIFIERS)})"
+    return f"{parts[0]} ({rng.choice(QUALIFIERS)}), {', '.join(parts[1:])}"
 
 
 class ToolFailed(Exception):

@@ -3,8 +3,8 @@
 Kinds (``MIX`` the default shares):
 
 - ``single``: one call of one of the family's tools;
-- ``parallel``: several calls of one tool, one per value the request lists;
-- ``multiple``: calls of two or three different tools in one turn;
+- ``parallel``: several calls of one tool, one per value the request lists (or per combination of two lists);
+- ``multiple``: calls of two different tools in one turn (from run P's seed also three, or one of them for each value of a list: :mod:`build.general.mixed`);
 - ``irrelevant``: a request no tool of the family serves (another domain's request, or chat):
   the answer is a final and no call;
 - ``near_miss``: a request in the family's own domain that no tool of it serves (another action,
@@ -305,16 +305,8 @@ def _paired(rng: random.Random, family: Family, val: bool) -> Task | None:
     return Task("parallel", ph.fill(ph.dress(rng, frame), x=x), calls, frame=frame, head=other)
 
 
-def _parallel(rng: random.Random, family: Family, val: bool) -> Task | None:
-    both = _paired(rng, family, val)
-    if both:
-        return both
-    options = [(t, p) for t in family.tools for p in t.params if p.required and p.kind in PARALLEL_KINDS]
-    if not options:
-        return None
-    spec, varying = rng.choice(options)
-    named = _values(rng, spec)
-    n = rng.choice((2, 2, 3, 3, 4))
+def _distinct(rng: random.Random, varying: Param, named: list[tuple[Param, Value]], n: int) -> list[Value]:
+    """Up to ``n`` values of ``varying``, each its own, none its conversion partner's in ``named``."""
     values: list[Value] = []
     for _ in range(40):
         v = _draw(rng, varying)
@@ -322,6 +314,25 @@ def _parallel(rng: random.Random, family: Family, val: bool) -> Task | None:
             values.append(v)
         if len(values) == n:
             break
+    return values
+
+
+def _parallel(rng: random.Random, family: Family, val: bool) -> Task | None:
+    both = _paired(rng, family, val)
+    if both:
+        return both
+    from . import mixed  # run P's seed on: two fields' values crossed (it builds on this module's helpers)
+
+    if mixed.on() and rng.random() < mixed.CROSSED_SHARE:
+        crossed = mixed.crossed(rng, family, val)
+        if crossed:
+            return crossed
+    options = [(t, p) for t in family.tools for p in t.params if p.required and p.kind in PARALLEL_KINDS]
+    if not options:
+        return None
+    spec, varying = rng.choice(options)
+    named = _values(rng, spec)
+    values = _distinct(rng, varying, named, rng.choice((2, 2, 3, 3, 4)))
     if len(values) < 2:
         return None
     calls = []
@@ -344,19 +355,31 @@ def _parallel(rng: random.Random, family: Family, val: bool) -> Task | None:
     return Task("parallel", prompt, calls, frame=frame, head=head)
 
 
+def _clause(rng: random.Random, family: Family, spec: ToolSpec, val: bool) -> tuple[str, Call, str]:
+    """One tool's part of a request for several things: (its clause, its call, its head where reworded)."""
+    named = _values(rng, spec)
+    whole = _whole(rng, spec, named, val, ph.CONVERT_CLAUSES)
+    other = None if whole else _reworded(rng, spec, val, family.reworded, ("do",))
+    head = other[1] if other else ""
+    return whole[0] if whole else _phrase(rng, head or spec.do, named), Call(spec.name, _input(named), [v for _, v in named]), head
+
+
 def _multiple(rng: random.Random, family: Family, val: bool) -> Task | None:
     if len(family.tools) < 2:
         return None
+    from . import mixed  # run P's seed on: three tools, or one tool for two values and another
+
+    if mixed.on():
+        more = mixed.more_than_two(rng, family, val)
+        if more:
+            return more
     specs = rng.sample(family.tools, 2)
     parts, calls, worded = [], [], []
     for spec in specs:
-        named = _values(rng, spec)
-        whole = _whole(rng, spec, named, val, ph.CONVERT_CLAUSES)
-        other = None if whole else _reworded(rng, spec, val, family.reworded, ("do",))
-        head = other[1] if other else ""
-        parts.append(whole[0] if whole else _phrase(rng, head or spec.do, named))
+        part, call, head = _clause(rng, family, spec, val)
+        parts.append(part)
+        calls.append(call)
         worded.append(head)
-        calls.append(Call(spec.name, _input(named), [v for _, v in named]))
     frame = rng.choice(ph.frames(ph.MULTI_FRAMES, val))
     return Task("multiple", ph.fill(ph.dress(rng, frame), x1=parts[0], x2=parts[1]), calls, frame=frame, head=worded[0] or worded[1])
 

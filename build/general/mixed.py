@@ -1,6 +1,6 @@
 """Requests for more calls than one tool and one list, for run P's seed (:data:`MIXED_FROM_SEED`).
-Run O's BFCL misses that no earlier seed had a request like (build/general/README.md, "Requests for
-more than two calls"):
+Run O's BFCL misses that no earlier seed had a request like (build/general/README.md, "Results that
+end in parentheses, requests for more than two calls"):
 
 - **two fields' values crossed** (:func:`crossed`, ``CROSSED_SHARE`` of the parallel requests where
   a tool has two required fields that can vary): "the population of two cities in two years" is four
@@ -23,7 +23,7 @@ from contextlib import AbstractContextManager
 from . import phrasing as ph
 from .families import Family, Param
 from .listed import tight
-from .tasks import _FRAMES, PAIRS, PARALLEL_KINDS, Call, Task, _clause, _distinct, _head, _phrase, _values
+from .tasks import _FRAMES, PAIRS, PARALLEL_KINDS, Call, Task, _clause, _distinct, _head, _listing, _phrase, _values
 from .values import Value, join_words, spoken, switched
 
 __all__ = ["MIXED_FROM_SEED", "CROSSED_SHARE", "THREE_SHARE", "TWO_ONE_SHARE", "THREE_FRAMES", "CROSS_TAILS", "mixed", "on", "crossed", "more_than_two"]
@@ -100,14 +100,10 @@ def more_than_two(rng: random.Random, family: Family, val: bool) -> Task | None:
         return Task("multiple", prompt, [c[1] for c in clauses], frame=frame, head=next((c[2] for c in clauses if c[2]), ""))
     if r >= THREE_SHARE + TWO_ONE_SHARE:
         return None
-    options = [(t, p) for t in family.tools for p in t.params if p.required and p.kind in PARALLEL_KINDS]
-    if not options:
+    listing = _listing(rng, family, (2, 2, 3))
+    if listing is None:
         return None
-    spec, varying = rng.choice(options)
-    named = _values(rng, spec)
-    values = _distinct(rng, varying, named, rng.choice((2, 2, 3)))
-    if len(values) < 2:
-        return None
+    spec, varying, named, values = listing
     joined = _listed(rng, values)
     listed = _phrase(rng, spec.do, [(p, joined if p is varying else v) for p, v in named])
     base = {p.name: v.input for p, v in named}

@@ -317,6 +317,18 @@ def _distinct(rng: random.Random, varying: Param, named: list[tuple[Param, Value
     return values
 
 
+def _listing(rng: random.Random, family: Family, counts: tuple[int, ...]) -> tuple[ToolSpec, Param, list[tuple[Param, Value]], list[Value]] | None:
+    """A tool, a required field of it that a request lists values of, the values the request names,
+    and two or more values of that field (as many as drawn from ``counts``); None where none can vary."""
+    options = [(t, p) for t in family.tools for p in t.params if p.required and p.kind in PARALLEL_KINDS]
+    if not options:
+        return None
+    spec, varying = rng.choice(options)
+    named = _values(rng, spec)
+    values = _distinct(rng, varying, named, rng.choice(counts))
+    return (spec, varying, named, values) if len(values) >= 2 else None
+
+
 def _parallel(rng: random.Random, family: Family, val: bool) -> Task | None:
     both = _paired(rng, family, val)
     if both:
@@ -327,14 +339,10 @@ def _parallel(rng: random.Random, family: Family, val: bool) -> Task | None:
         crossed = mixed.crossed(rng, family, val)
         if crossed:
             return crossed
-    options = [(t, p) for t in family.tools for p in t.params if p.required and p.kind in PARALLEL_KINDS]
-    if not options:
+    listing = _listing(rng, family, (2, 2, 3, 3, 4))
+    if listing is None:
         return None
-    spec, varying = rng.choice(options)
-    named = _values(rng, spec)
-    values = _distinct(rng, varying, named, rng.choice((2, 2, 3, 3, 4)))
-    if len(values) < 2:
-        return None
+    spec, varying, named, values = listing
     calls = []
     for v in values:
         inp = {p.name: (v.input if p is varying else x.input) for p, x in named}

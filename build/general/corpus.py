@@ -36,7 +36,7 @@ from .domains import EXTRA_FROM_SEED, MORE_FROM_SEED
 from .families import PAREN_FROM_SEED, REWORD_FROM_SEED, Family, Runtime, aerix_tools, make_families, parenthesized
 from .heads import NEEDS_FROM_SEED, needs
 from .listed import LISTED_FROM_SEED, listed
-from .mixed import MIXED_FROM_SEED, mixed
+from .mixed import MIXED_FROM_SEED, TWO_ONE_SEEDS, mixed
 from .nearmiss import OUTPUT_FROM_SEED, SIBLING_FROM_SEED, outputs, siblings
 from .tasks import MIX, MORE_PAIRED_FROM_SEED, NOTE_FROM_SEED, PAIRED_FROM_SEED, Task, ZERO_FROM_SEED, make_task, more_paired, notes_headed, paired, zeros_more
 from .values import SUMS_FROM_SEED, Value, big_numbers, said_whole, sums_said_more, switched, unit_words
@@ -95,6 +95,8 @@ MIXES[14], DOMAIN_WEIGHTS[14] = MIXES[13], DOMAIN_WEIGHTS[13]
 # run P's: seed 14's, results written as text ending in parentheses (families.PAREN_FROM_SEED), and requests
 # for more calls than one tool and one list (build.general.mixed)
 MIXES[15], DOMAIN_WEIGHTS[15] = MIXES[14], DOMAIN_WEIGHTS[14]
+# run Q's: seed 15's without one tool for a list beside another (mixed.TWO_ONE_SEEDS)
+MIXES[16], DOMAIN_WEIGHTS[16] = MIXES[15], DOMAIN_WEIGHTS[15]
 SPLITS = {"train": 0.90, "val_family": 0.05, "val_phrasing": 0.05}
 # what {domain} says in the instructions where a family's domain is not a topic
 TOPICS = {"toolbox": "everyday"}
@@ -293,7 +295,7 @@ def generate(seed: int, count: int, mix: dict[str, float] | None = None, splits:
                 siblings(seed >= SIBLING_FROM_SEED), outputs(seed >= OUTPUT_FROM_SEED), more_paired(seed >= MORE_PAIRED_FROM_SEED), \
                 notes_headed(seed >= NOTE_FROM_SEED), zeros_more(seed >= ZERO_FROM_SEED), restated(seed in ASKED_SEEDS), \
                 listed(seed >= LISTED_FROM_SEED), parenthesized(seed >= PAREN_FROM_SEED), \
-                mixed(seed >= MIXED_FROM_SEED):
+                mixed(seed >= MIXED_FROM_SEED, seed in TWO_ONE_SEEDS):
             while len(out) < count:
                 split, kind = _pick(rng, splits), _pick(rng, mix)
                 task = None

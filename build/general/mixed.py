@@ -12,13 +12,16 @@ end in parentheses, requests for more than two calls"):
   book a table for two": a call for each value of the list, then the other tool's call.
 
 Switched on by :func:`mixed` (corpus.generate); off, nothing is drawn, so the seeds before make their
-corpora as they did.
+corpora as they did. Seed 15 only has the list beside another tool (:data:`TWO_ONE_SEEDS`): run P, trained
+on it, called one tool for two values beside another where BFCL asked one call of each; seed 16 (run Q's)
+has the other two shapes, and the multiple requests that would have been that shape are two tools.
 """
 
 from __future__ import annotations
 
 import random
-from contextlib import AbstractContextManager
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 from . import phrasing as ph
 from .families import Family, Param
@@ -26,12 +29,13 @@ from .listed import tight
 from .tasks import _FRAMES, PAIRS, PARALLEL_KINDS, Call, Task, _clause, _distinct, _head, _listing, _phrase, _values
 from .values import Value, join_words, spoken, switched
 
-__all__ = ["MIXED_FROM_SEED", "CROSSED_SHARE", "THREE_SHARE", "TWO_ONE_SHARE", "THREE_FRAMES", "CROSS_TAILS", "mixed", "on", "crossed", "more_than_two"]
+__all__ = ["MIXED_FROM_SEED", "TWO_ONE_SEEDS", "CROSSED_SHARE", "THREE_SHARE", "TWO_ONE_SHARE", "THREE_FRAMES", "CROSS_TAILS", "mixed", "on", "crossed", "more_than_two"]
 
 MIXED_FROM_SEED = 15
 CROSSED_SHARE = 0.25
 THREE_SHARE = 0.15
 TWO_ONE_SHARE = 0.2
+TWO_ONE_SEEDS = frozenset({15})
 THREE_FRAMES = (
     "{X1}, {x2}, and {x3}.", "{X1}; {x2}; {x3}.", "First {x1}, then {x2}, and finally {x3}.", "Three things: {x1}, {x2}, and {x3}.",
     "Can you {x1}, {x2} and {x3}?", "{X1}. Also {x2}. And {x3}.", "Please {x1}, then {x2}, then {x3}.",
@@ -41,10 +45,14 @@ THREE_FRAMES = (
 # half the crossed requests say so after their lists ({n}: the number of calls, in words)
 CROSS_TAILS = (", every combination", " (all {n} combinations)", ", each with each", ", for all {n} combinations", ", each one for both")
 _MIXED = {"on": False}
+_TWO_ONE = {"on": False}
 
 
-def mixed(on: bool) -> AbstractContextManager[None]:
-    return switched(_MIXED, on)
+@contextmanager
+def mixed(on: bool, two_one: bool = True) -> Iterator[None]:
+    """The shapes on (``two_one``: the list beside another tool too); off, none of them."""
+    with switched(_MIXED, on), switched(_TWO_ONE, on and two_one):
+        yield
 
 
 def on() -> bool:
@@ -98,7 +106,7 @@ def more_than_two(rng: random.Random, family: Family, val: bool) -> Task | None:
         frame = rng.choice(ph.frames(THREE_FRAMES, val))
         prompt = ph.fill(ph.dress(rng, frame), x1=clauses[0][0], x2=clauses[1][0], x3=clauses[2][0])
         return Task("multiple", prompt, [c[1] for c in clauses], frame=frame, head=next((c[2] for c in clauses if c[2]), ""))
-    if r >= THREE_SHARE + TWO_ONE_SHARE:
+    if r >= THREE_SHARE + TWO_ONE_SHARE or not _TWO_ONE["on"]:
         return None
     listing = _listing(rng, family, (2, 2, 3))
     if listing is None:

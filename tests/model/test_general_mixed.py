@@ -77,3 +77,13 @@ def test_the_seed_before_has_none_of_them():
             assert len(calls) < 4 or len({json.dumps(c["input"], sort_keys=True) for c in calls}) == len(calls)
             a, b = _varying(calls)
             assert len({json.dumps(c["input"][a]) for c in calls}) == len(calls)  # paired: no value of the first repeated
+
+
+def test_run_qs_seed_has_three_tools_and_crossed_lists_but_no_list_beside_another_tool():
+    shapes = Counter()
+    for r in corpus.generate(MIXED_FROM_SEED + 1, 1500):
+        if r["kind"] in ("multiple", "parallel"):
+            tools = [c["tool"] for c in _first_calls(r)]
+            shapes[(r["kind"], len(tools), len(set(tools)))] += 1
+    assert not any(k == "multiple" and n > distinct for k, n, distinct in shapes)  # no tool twice beside another
+    assert shapes[("multiple", 3, 3)] > 0 and shapes[("parallel", 6, 1)] > 0  # three tools; three values crossed with two

@@ -95,8 +95,8 @@ def test_run_fs_mix_has_fewer_near_misses_than_run_es(records):
     assert json.dumps(corpus.MIXES[SEED], sort_keys=True) != json.dumps(corpus.MIXES.get(5, {}), sort_keys=True)
 
 
-# the first 300 conversations of runs E to K's and M to P's corpora (seeds 5 to 15), as the runs trained on them: their texts' sha256
-# (seeds 7 to 15 checked against the cached corpora the runs read)
+# the first 300 conversations of runs E to K's and M to Q's corpora (seeds 5 to 16), as the runs trained on them: their texts' sha256
+# (seeds 7 to 16 checked against the cached corpora the runs read)
 FIRST_300 = {5: "e8998948af8e85e4485eee86576a47c5a98718b20d4f520a1376e3c242be75f4",
              6: "581c0d754ef3f0d69e7a82642d16f26999d520c23846e539f61e70db799a346f",
              7: "35d96de56bddb9c95f2358542bc25955047d59ea042a137112761444c04ade31",
@@ -107,7 +107,8 @@ FIRST_300 = {5: "e8998948af8e85e4485eee86576a47c5a98718b20d4f520a1376e3c242be75f
              12: "df2ca4f4304e788cde372c6d48628ee52c2caf6446cf5d23db715c5a9bb74bc4",
              13: "2801f3d54742e25f7f0993d183d6855a236f04efbf23cd867319d9cdcea6a283",
              14: "c91a6854c7eba86fad8896c476a049de01eecc68c0f6db667a68d6fe9dd1d9bf",
-             15: "39a9f1a8b7b562ddc233dcacba5bc2ad67de0c96add183499cabc1e854dcd47f"}
+             15: "39a9f1a8b7b562ddc233dcacba5bc2ad67de0c96add183499cabc1e854dcd47f",
+             16: "c112165f2a39bc99eb0f2f6c20d928936c1c5d70d107af9ede8c342622e65d8e"}
 
 
 @pytest.mark.parametrize("seed", sorted(FIRST_300))

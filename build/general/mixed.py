@@ -25,9 +25,8 @@ from contextlib import contextmanager
 
 from . import phrasing as ph
 from .families import Family, Param
-from .listed import tight
-from .tasks import _FRAMES, PAIRS, PARALLEL_KINDS, Call, Task, _clause, _distinct, _head, _listing, _phrase, _values
-from .values import Value, join_words, spoken, switched
+from .tasks import _FRAMES, PAIRS, PARALLEL_KINDS, Call, Task, _clause, _distinct, _head, _input, _joined, _listing, _phrase, _two_varying, _values
+from .values import Value, spoken, switched
 
 __all__ = ["MIXED_FROM_SEED", "TWO_ONE_SEEDS", "CROSSED_SHARE", "THREE_SHARE", "TWO_ONE_SHARE", "THREE_FRAMES", "CROSS_TAILS", "mixed", "on", "crossed", "more_than_two"]
 
@@ -59,11 +58,6 @@ def on() -> bool:
     return _MIXED["on"]
 
 
-def _listed(rng: random.Random, values: list[Value]) -> Value:
-    """The values in one mention, as a parallel request lists them."""
-    return Value([v.input for v in values], tight(rng, values) or join_words(rng, [v.said for v in values]), "")
-
-
 def _name(v: Value) -> str:
     return v.short or v.said
 
@@ -74,7 +68,7 @@ def _partners(a: Param, b: Param) -> bool:
 
 def crossed(rng: random.Random, family: Family, val: bool) -> Task | None:
     """Two fields' values crossed: a call for each value of the one with each of the other's."""
-    options = [t for t in family.tools if sum(p.required and p.kind in PARALLEL_KINDS for p in t.params) >= 2]
+    options = _two_varying(family)
     if not options:
         return None
     spec = rng.choice(options)
@@ -86,13 +80,13 @@ def crossed(rng: random.Random, family: Family, val: bool) -> Task | None:
     b = _distinct(rng, second, named, 2)
     if len(a) < 2 or len(b) < 2:
         return None
-    lists = {first: _listed(rng, a), second: _listed(rng, b)}
+    lists = {first: _joined(rng, a), second: _joined(rng, b)}
     kind, head, other = _head(rng, spec, val, family.reworded)
     x = _phrase(rng, head, [(p, lists.get(p, v)) for p, v in named])
     if rng.random() < 0.5:
         x += rng.choice(CROSS_TAILS).replace("{n}", spoken(len(a) * len(b)))
     frame = rng.choice(ph.frames(_FRAMES[kind], val))
-    base = {p.name: v.input for p, v in named}
+    base = _input(named)
     calls = [Call(spec.name, {**base, first.name: va.input, second.name: vb.input}, [Value(None, "", f"{_name(va)}, {_name(vb)}")])
              for va in a for vb in b]
     return Task("parallel", ph.fill(ph.dress(rng, frame), x=x), calls, frame=frame, head=other)
@@ -112,9 +106,9 @@ def more_than_two(rng: random.Random, family: Family, val: bool) -> Task | None:
     if listing is None:
         return None
     spec, varying, named, values = listing
-    joined = _listed(rng, values)
+    joined = _joined(rng, values)
     listed = _phrase(rng, spec.do, [(p, joined if p is varying else v) for p, v in named])
-    base = {p.name: v.input for p, v in named}
+    base = _input(named)
     many = [Call(spec.name, {**base, varying.name: v.input}, [v]) for v in values]
     part, call, head = _clause(rng, family, rng.choice([t for t in family.tools if t is not spec]), val)
     frame = rng.choice(ph.frames(ph.MULTI_FRAMES, val))

@@ -272,9 +272,14 @@ def more_paired(on: bool) -> AbstractContextManager[None]:
     return switched(_MORE_PAIRED, on)
 
 
+def _two_varying(family: Family) -> list[ToolSpec]:
+    """The family's tools with two or more required fields whose values a request can list."""
+    return [t for t in family.tools if sum(p.required and p.kind in PARALLEL_KINDS for p in t.params) >= 2]
+
+
 def _paired(rng: random.Random, family: Family, val: bool) -> Task | None:
     """Several calls of one tool, each with its own values of two or more required fields."""
-    options = [t for t in family.tools if sum(p.required and p.kind in PARALLEL_KINDS for p in t.params) >= 2]
+    options = _two_varying(family)
     if not _PAIRED["on"] or not options or rng.random() >= (MORE_PAIRED_SHARE if _MORE_PAIRED["on"] else PAIRED_SHARE):
         return None
     spec = rng.choice(options)
@@ -317,6 +322,11 @@ def _distinct(rng: random.Random, varying: Param, named: list[tuple[Param, Value
     return values
 
 
+def _joined(rng: random.Random, values: list[Value]) -> Value:
+    """The values in one mention, as a parallel request lists them: "in Lisbon, Porto and Oslo"."""
+    return Value([v.input for v in values], tight(rng, values) or join_words(rng, [v.said for v in values]), "")
+
+
 def _listing(rng: random.Random, family: Family, counts: tuple[int, ...]) -> tuple[ToolSpec, Param, list[tuple[Param, Value]], list[Value]] | None:
     """A tool, a required field of it that a request lists values of, the values the request names,
     and two or more values of that field (as many as drawn from ``counts``); None where none can vary."""
@@ -351,7 +361,7 @@ def _parallel(rng: random.Random, family: Family, val: bool) -> Task | None:
     if rng.random() < 0.5 or varying is not names[0] or varying.kind not in ("place", "text", "person", "code", "email", "path"):
         # the values listed in one mention: "in Lisbon, Porto and Oslo"; "the same for B" only
         # where B can be nothing but the request's first value
-        joined = Value([v.input for v in values], tight(rng, values) or join_words(rng, [v.said for v in values]), "")
+        joined = _joined(rng, values)
         parts = [(p, joined if p is varying else x) for p, x in named]
         prompt, frame, head = _request(rng, spec, parts, val, family.reworded)
     else:

@@ -2,7 +2,7 @@
 
     save_adapter(path, pairs, meta)           # pairs: name -> (A, B), e.g. lora.adapters_of(model)
     meta, pairs = load_adapter(path)
-    w = merged(w_base, a, b, meta["alpha"] / meta["rank"])     # float32, the same bits anywhere
+    w = merged(w_base, a, b, scale(meta))                     # float32, the same bits anywhere
 
 The adapter file: ``AXLORA1\\n``, the JSON header's length (8 bytes, little-endian), the JSON
 header (rank, alpha, targets, the base's sha256, each tensor's name, shape and byte offset),
@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["MAGIC", "save_adapter", "load_adapter", "merged"]
+__all__ = ["MAGIC", "save_adapter", "load_adapter", "scale", "merged"]
 
 MAGIC = b"AXLORA1\n"
 
@@ -55,6 +55,11 @@ def load_adapter(path: Path) -> tuple[dict[str, Any], dict[str, tuple[np.ndarray
         arrays[t["name"]] = np.frombuffer(body, "<f2", count, t["offset"]).reshape(t["shape"]).astype(np.float32)
     names = [k[:-2] for k in arrays if k.endswith(".a")]
     return meta, {k: (arrays[f"{k}.a"], arrays[f"{k}.b"]) for k in names}
+
+
+def scale(meta: dict[str, Any]) -> float:
+    """What an adapter's ``B A`` is multiplied by before it is added to W: alpha / rank."""
+    return float(meta["alpha"]) / int(meta["rank"])
 
 
 def merged(w: np.ndarray, a: np.ndarray, b: np.ndarray, scale: float) -> np.ndarray:

@@ -22,7 +22,7 @@ from gguf import GGMLQuantizationType as Q
 from gguf import GGUFReader, GGUFValueType, GGUFWriter, LlamaFileType
 from gguf.quants import quantize
 
-from .adapter import load_adapter, merged
+from .adapter import load_adapter, merged, scale
 from .base import dequantize, gguf_name
 
 __all__ = ["NAME", "apply", "main"]
@@ -34,7 +34,7 @@ _WRITTEN_BY_WRITER = {"general.architecture", "general.name", "general.descripti
 def apply(base_gguf: Path, adapter: Path, out: Path, *, name: str = NAME) -> dict[str, int]:
     """Write `out` from `base_gguf` with `adapter` merged; counts of tensors merged, quantized, kept."""
     meta, pairs = load_adapter(adapter)
-    scale = float(meta["alpha"]) / int(meta["rank"])
+    factor = scale(meta)
     deltas = {gguf_name(f"{k}.weight"): v for k, v in pairs.items()}
     reader = GGUFReader(base_gguf)
     arch = str(reader.fields["general.architecture"].contents())
@@ -53,7 +53,7 @@ def apply(base_gguf: Path, adapter: Path, out: Path, *, name: str = NAME) -> dic
     for t in reader.tensors:
         shape = tuple(int(n) for n in reversed(t.shape))
         if t.name in deltas:
-            w = merged(dequantize(t.data, t.tensor_type, shape), *deltas.pop(t.name), scale)
+            w = merged(dequantize(t.data, t.tensor_type, shape), *deltas.pop(t.name), factor)
             writer.add_tensor(t.name, quantize(w, Q.Q8_0), raw_dtype=Q.Q8_0)
             counts["merged"] += 1
         elif len(shape) == 2 and t.tensor_type != Q.Q8_0:

@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from .adapter import load_adapter, save_adapter
+from .adapter import load_adapter, save_adapter, scale
 
 __all__ = ["SoupError", "soup", "shrink", "main"]
 
@@ -35,7 +35,7 @@ def soup(parts: list[tuple[float, dict[str, Any], Pairs]]) -> tuple[dict[str, An
     """(meta, pairs) of the weighted sum of `parts` ((weight, meta, pairs) each), exact, rank summed."""
     if not parts:
         raise SoupError("no adapters to average")
-    scales = {float(m["alpha"]) / int(m["rank"]) for _, m, _ in parts}
+    scales = {scale(m) for _, m, _ in parts}
     if len(scales) != 1:
         raise SoupError(f"the adapters scale their updates differently (alpha / rank: {sorted(scales)})")
     for key in ("targets", "base_sha256"):
@@ -45,17 +45,17 @@ def soup(parts: list[tuple[float, dict[str, Any], Pairs]]) -> tuple[dict[str, An
     layers = [sorted(pairs) for _, _, pairs in parts]
     if any(names != layers[0] for names in layers):
         raise SoupError("the adapters adapt different layers")
-    scale = scales.pop()
+    factor = scales.pop()
     pairs = {name: (np.concatenate([p[name][0] for _, _, p in parts], axis=0),
                     np.concatenate([w * p[name][1] for w, _, p in parts], axis=1)) for name in layers[0]}
     rank = sum(int(m["rank"]) for _, m, _ in parts)
     meta = {k: v for k, v in parts[0][1].items() if k not in ("rank", "alpha", "step", "init", "data_sha256")}
-    return {**meta, "rank": rank, "alpha": scale * rank}, pairs
+    return {**meta, "rank": rank, "alpha": factor * rank}, pairs
 
 
 def shrink(meta: dict[str, Any], pairs: Pairs, rank: int) -> tuple[dict[str, Any], Pairs, list[float]]:
     """The best rank-`rank` approximation of each layer's update; the relative norm each one lost."""
-    scale = float(meta["alpha"]) / int(meta["rank"])
+    factor = scale(meta)
     out, lost = {}, []
     for name, (a, b) in pairs.items():
         qb, rb = np.linalg.qr(b.astype(np.float64))  # B = Qb Rb
@@ -65,7 +65,7 @@ def shrink(meta: dict[str, Any], pairs: Pairs, rank: int) -> tuple[dict[str, Any
         lost.append(float(np.sqrt((s[rank:] ** 2).sum() / total)) if total else 0.0)
         root = np.sqrt(s[:rank])  # the singular values split between the factors: both stay in float16's range
         out[name] = ((root[:, None] * vt[:rank]) @ qa.T, (qb @ u[:, :rank]) * root)
-    return {**meta, "rank": rank, "alpha": scale * rank}, out, lost
+    return {**meta, "rank": rank, "alpha": factor * rank}, out, lost
 
 
 def _part(text: str) -> tuple[float, Path]:

@@ -61,6 +61,9 @@ def test_a_soup_of_one_lineage_cuts_back_to_its_rank_without_loss():
 def test_adapters_that_cannot_be_averaged_are_refused_by_name(other, words):
     with pytest.raises(SoupError, match=words):
         soup([(0.5, META, _adapter(1)), (0.5, other, _adapter(2))])
+
+
+def test_adapters_of_different_layers_are_refused():
     with pytest.raises(SoupError, match="different layers"):
         soup([(0.5, META, _adapter(1)), (0.5, META, _adapter(2, layers=("blocks.0.q",)))])
 

@@ -1,6 +1,7 @@
 """Adapters averaged in weight space (a "soup"), then cut back to a small rank.
 
     python -m build.general.soup OUT 0.5:run-k.lora 0.5:run-o.lora [--rank 8]
+    python -m build.general.soup OUT 1/3:run-o.lora 1/3:run-o2.lora 1/3:run-o3.lora --rank 8
 
 Each layer's update of the soup is the weighted sum of the adapters' updates,
 ``sum_i w_i * s * B_i A_i`` (s = alpha / rank, the same for every adapter). Written exactly it is
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
@@ -68,14 +70,17 @@ def shrink(meta: dict[str, Any], pairs: Pairs, rank: int) -> tuple[dict[str, Any
     return {**meta, "rank": rank, "alpha": factor * rank}, out, lost
 
 
-def _part(text: str) -> tuple[float, Path]:
+def _part(text: str) -> tuple[str, float, Path]:
+    """"0.5:a.lora" or "1/3:a.lora": the weight as written, its value, the adapter."""
     weight, sep, path = text.partition(":")
     try:
-        if not sep:
+        if not sep or not path:
             raise ValueError
-        return float(weight), Path(path)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r}: expected WEIGHT:ADAPTER, e.g. 0.5:run-k.lora") from None
+        return weight, float(Fraction(weight)), Path(path)
+    except (ValueError, ZeroDivisionError):
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: expected WEIGHT:ADAPTER, the weight a number or a fraction, e.g. 0.5:run-k.lora or 1/3:run-o.lora"
+        ) from None
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -85,8 +90,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rank", type=int, default=0, help="cut the soup to this rank (0: keep the summed rank)")
     args = ap.parse_args(argv)
     try:
-        meta, pairs = soup([(w, *load_adapter(p)) for w, p in args.parts])
-        meta["soup"] = [f"{w}:{p.name}" for w, p in args.parts]
+        meta, pairs = soup([(w, *load_adapter(p)) for _, w, p in args.parts])
+        meta["soup"] = [f"{text}:{p.name}" for text, _, p in args.parts]
         if args.rank:
             if not 0 < args.rank <= int(meta["rank"]):
                 raise SoupError(f"--rank {args.rank}: must be between 1 and the soup's rank {meta['rank']}")

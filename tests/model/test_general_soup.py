@@ -82,3 +82,16 @@ def test_the_command_writes_the_same_bytes_twice_and_names_a_bad_argument(tmp_pa
     with pytest.raises(SystemExit):
         main([str(tmp_path / "d.lora"), str(tmp_path / "1.lora")])
     assert "expected WEIGHT:ADAPTER" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main([str(tmp_path / "d.lora"), "1/0:" + str(tmp_path / "1.lora")])
+    assert "'1/0:" in capsys.readouterr().err
+
+
+def test_weights_may_be_written_as_fractions_and_are_recorded_as_written(tmp_path):
+    for i in (1, 2, 3):
+        save_adapter(tmp_path / f"{i}.lora", _adapter(i), META)
+    assert main([str(tmp_path / "s.lora"), *("1/3:" + str(tmp_path / f"{i}.lora") for i in (1, 2, 3))]) == 0
+    meta, pairs = load_adapter(tmp_path / "s.lora")
+    assert meta["soup"] == ["1/3:1.lora", "1/3:2.lora", "1/3:3.lora"]
+    mean = sum(_delta(META, _adapter(i), "blocks.0.q") for i in (1, 2, 3)) / 3
+    np.testing.assert_allclose(_delta(meta, pairs, "blocks.0.q"), mean, rtol=2e-3, atol=2e-3)

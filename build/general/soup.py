@@ -91,7 +91,8 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     try:
         meta, pairs = soup([(w, *load_adapter(p)) for _, w, p in args.parts])
-        meta["soup"] = [f"{text}:{p.name}" for text, _, p in args.parts]
+        # each part as WEIGHT:FOLDER/FILE, so that run folders' adapter.lora files stay told apart
+        meta["soup"] = [f"{text}:{'/'.join(p.parts[-2:])}" for text, _, p in args.parts]
         if args.rank:
             if not 0 < args.rank <= int(meta["rank"]):
                 raise SoupError(f"--rank {args.rank}: must be between 1 and the soup's rank {meta['rank']}")

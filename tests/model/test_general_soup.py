@@ -76,7 +76,7 @@ def test_the_command_writes_the_same_bytes_twice_and_names_a_bad_argument(tmp_pa
     assert main([str(tmp_path / "b.lora"), *args]) == 0
     assert (tmp_path / "a.lora").read_bytes() == (tmp_path / "b.lora").read_bytes()
     meta, pairs = load_adapter(tmp_path / "a.lora")
-    assert meta["rank"] == 4 and meta["soup"] == ["0.5:1.lora", "0.5:2.lora"]
+    assert meta["rank"] == 4 and meta["soup"] == [f"0.5:{tmp_path.name}/1.lora", f"0.5:{tmp_path.name}/2.lora"]
     assert main([str(tmp_path / "c.lora"), *args[:2], "--rank", "9"]) == 2
     assert "between 1 and the soup's rank 8" in capsys.readouterr().err
     with pytest.raises(SystemExit):
@@ -88,10 +88,12 @@ def test_the_command_writes_the_same_bytes_twice_and_names_a_bad_argument(tmp_pa
 
 
 def test_weights_may_be_written_as_fractions_and_are_recorded_as_written(tmp_path):
-    for i in (1, 2, 3):
-        save_adapter(tmp_path / f"{i}.lora", _adapter(i), META)
-    assert main([str(tmp_path / "s.lora"), *("1/3:" + str(tmp_path / f"{i}.lora") for i in (1, 2, 3))]) == 0
+    for i in (1, 2, 3):  # three runs' folders, each with its adapter.lora
+        (tmp_path / f"run-{i}").mkdir()
+        save_adapter(tmp_path / f"run-{i}" / "adapter.lora", _adapter(i), META)
+    parts = ("1/3:" + str(tmp_path / f"run-{i}" / "adapter.lora") for i in (1, 2, 3))
+    assert main([str(tmp_path / "s.lora"), *parts]) == 0
     meta, pairs = load_adapter(tmp_path / "s.lora")
-    assert meta["soup"] == ["1/3:1.lora", "1/3:2.lora", "1/3:3.lora"]
+    assert meta["soup"] == ["1/3:run-1/adapter.lora", "1/3:run-2/adapter.lora", "1/3:run-3/adapter.lora"]
     mean = sum(_delta(META, _adapter(i), "blocks.0.q") for i in (1, 2, 3)) / 3
     np.testing.assert_allclose(_delta(meta, pairs, "blocks.0.q"), mean, rtol=2e-3, atol=2e-3)

@@ -9,7 +9,9 @@ one adapter of rank ``sum r_i``: the A's stacked, the B's side by side, each sca
 ``--rank R`` then keeps the best rank-R approximation of each layer's update (the truncated SVD of
 ``B A``, computed through QR of the thin factors, so never on the full matrix), and prints how much
 of it was lost (relative Frobenius norm). Adapters of one lineage share most of their subspace:
-the soup of run K and run O loses 0.3 % at rank 8. Numpy only; the same inputs give the same bytes.
+the soup of run K and run O loses 0.3 % at rank 8. The committed adapter is the soup of four runs of
+one recipe (one start and corpus, other data orders), which scored above each of its runs
+(build/general/TRAINING.md). Numpy only; the same inputs give the same bytes.
 """
 
 from __future__ import annotations
